@@ -1,0 +1,74 @@
+/**
+ * The subset of Qdrant's filter language that reposearch uses (https://qdrant.tech/documentation/concepts/filtering/).
+ * The core builds these objects; the embedded store evaluates them and QdrantStore sends them unchanged.
+ *
+ * Semantics follow Qdrant:
+ * - `must`: every condition holds; `should`: at least one holds (when non-empty); `must_not`: none holds.
+ * - A condition on an array field holds when any element satisfies it.
+ * - `match`/`range`/`datetime_range` never hold on a null or missing field.
+ * - `is_null` holds when the field is present and null; `is_empty` when it is missing, null or [].
+ * - `has_id` holds when the point id is one of the given ids.
+ */
+export type MatchValue = string | number | boolean;
+
+export interface MatchValueCondition {
+  value: MatchValue;
+}
+export interface MatchAnyCondition {
+  any: (string | number)[];
+}
+export interface MatchExceptCondition {
+  except: (string | number)[];
+}
+export type Match = MatchValueCondition | MatchAnyCondition | MatchExceptCondition;
+
+export interface Range {
+  gt?: number | null;
+  gte?: number | null;
+  lt?: number | null;
+  lte?: number | null;
+}
+/** RFC 3339 bounds, as Qdrant's DatetimeRange. */
+export interface DatetimeRange {
+  gt?: string | null;
+  gte?: string | null;
+  lt?: string | null;
+  lte?: string | null;
+}
+
+export interface FieldCondition {
+  key: string;
+  match?: Match;
+  range?: Range;
+  datetime_range?: DatetimeRange;
+}
+export interface IsNullCondition {
+  is_null: { key: string };
+}
+export interface IsEmptyCondition {
+  is_empty: { key: string };
+}
+export interface HasIdCondition {
+  has_id: (string | number)[];
+}
+
+export type Condition = FieldCondition | IsNullCondition | IsEmptyCondition | HasIdCondition | Filter;
+
+export interface Filter {
+  must?: Condition | Condition[] | null;
+  should?: Condition | Condition[] | null;
+  must_not?: Condition | Condition[] | null;
+}
+
+export function asList(c: Condition | Condition[] | null | undefined): Condition[] {
+  if (c === undefined || c === null) return [];
+  return Array.isArray(c) ? c : [c];
+}
+
+export const isFieldCondition = (c: Condition): c is FieldCondition => typeof (c as FieldCondition).key === "string";
+export const isIsNull = (c: Condition): c is IsNullCondition => (c as IsNullCondition).is_null !== undefined;
+export const isIsEmpty = (c: Condition): c is IsEmptyCondition => (c as IsEmptyCondition).is_empty !== undefined;
+export const isHasId = (c: Condition): c is HasIdCondition => Array.isArray((c as HasIdCondition).has_id);
+export const isNestedFilter = (c: Condition): c is Filter =>
+  !isFieldCondition(c) && !isIsNull(c) && !isIsEmpty(c) && !isHasId(c) &&
+  ("must" in c || "should" in c || "must_not" in c);

@@ -1,0 +1,81 @@
+/**
+ * The vector-store interface. Two implementations: the embedded pure-TypeScript store (default) and
+ * QdrantStore. Both take the same Qdrant filter JSON (./filter.ts) and the same point ids.
+ */
+import type { RepoPayload } from "../dataset/record.js";
+import type { Filter } from "./filter.js";
+
+/** Point ids are UUIDs derived from the repository key (see pointIdFor), valid for Qdrant as-is. */
+export type PointId = string;
+
+export interface Point {
+  readonly id: PointId;
+  readonly vector: Float32Array;
+  readonly payload: RepoPayload;
+}
+
+export interface ScoredPoint {
+  readonly id: PointId;
+  /** Dense: cosine similarity in [-1, 1]. Lexical: BM25 score ≥ 0. */
+  readonly score: number;
+  readonly payload: RepoPayload;
+}
+
+export interface DenseQuery {
+  readonly vector: Float32Array;
+  readonly filter?: Filter | undefined;
+  readonly limit: number;
+  /** HNSW beam width; defaults to the store's configured efSearch. */
+  readonly ef?: number | undefined;
+  /** Force an exact scan (for recall measurement and debugging). */
+  readonly exact?: boolean | undefined;
+}
+
+export interface LexicalQuery {
+  readonly text: string;
+  readonly filter?: Filter | undefined;
+  readonly limit: number;
+}
+
+export interface StoreInfo {
+  /** Published version label (e.g. "v000003"), or null when nothing is published yet. */
+  readonly version: string | null;
+  readonly count: number;
+  readonly dims: number;
+  readonly embedderId: string | null;
+  /** When the served version was published (ISO 8601), or null. */
+  readonly publishedAt: string | null;
+}
+
+export interface CommitResult {
+  readonly version: string | null;
+  readonly upserted: number;
+  readonly deleted: number;
+  /** False when there was nothing to publish. */
+  readonly published: boolean;
+}
+
+/**
+ * A writer stages upserts and deletes durably (each call is a checkpoint) and publishes them
+ * atomically with commit(). A writer killed before commit resumes from its checkpoints when a
+ * writer with the same id is opened again.
+ */
+export interface StoreWriter {
+  /** Content hash of every point visible to this writer (published plus staged), by point id. */
+  hashes(): Promise<Map<PointId, string>>;
+  upsert(points: readonly Point[]): Promise<void>;
+  delete(ids: readonly PointId[]): Promise<void>;
+  commit(): Promise<CommitResult>;
+  /** Drops staged work without publishing. */
+  abort(): Promise<void>;
+}
+
+export interface VectorStore {
+  info(): Promise<StoreInfo>;
+  denseSearch(q: DenseQuery): Promise<ScoredPoint[]>;
+  lexicalSearch(q: LexicalQuery): Promise<ScoredPoint[]>;
+  count(filter?: Filter): Promise<number>;
+  retrieve(ids: readonly PointId[]): Promise<(RepoPayload | null)[]>;
+  openWriter(opts: { writerId: string; dims: number; embedderId: string }): Promise<StoreWriter>;
+  close(): Promise<void>;
+}
