@@ -1,0 +1,5 @@
+/** A candidate inside one segment: its row index and score (higher is better). */
+export interface Hit {
+  idx: number;
+  score: number;
+}
