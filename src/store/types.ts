@@ -65,7 +65,8 @@ export interface StoreWriter {
   hashes(): Promise<Map<PointId, string>>;
   upsert(points: readonly Point[]): Promise<void>;
   delete(ids: readonly PointId[]): Promise<void>;
-  commit(): Promise<CommitResult>;
+  /** Publishes staged work atomically as a new version. Long for big changes (graph build); reports stages. */
+  commit(opts?: { onProgress?: (stage: string, done: number, total: number) => void }): Promise<CommitResult>;
   /** Drops staged work without publishing. */
   abort(): Promise<void>;
 }
