@@ -1,0 +1,37 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { fitPca, pcaProject, symmetricEigen } from "./linalg.js";
+
+test("symmetricEigen recovers A·v = λ·v on a random symmetric matrix", () => {
+  const n = 12;
+  const a = new Float64Array(n * n);
+  let seed = 7;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff) - 0.5;
+  for (let i = 0; i < n; i++) for (let j = i; j < n; j++) a[i * n + j] = a[j * n + i] = rnd();
+  const { values, vectors } = symmetricEigen(a, n);
+  for (let k = 0; k < n; k++) {
+    for (let i = 0; i < n; i++) {
+      let av = 0;
+      for (let j = 0; j < n; j++) av += a[i * n + j]! * vectors[j * n + k]!;
+      assert.ok(Math.abs(av - values[k]! * vectors[i * n + k]!) < 1e-9);
+    }
+  }
+});
+
+test("fitPca finds the dominant axis of elongated data", () => {
+  const count = 500;
+  const rows = new Float32Array(count * 3);
+  for (let r = 0; r < count; r++) {
+    const t = (r / count - 0.5) * 10;
+    rows[r * 3] = t;
+    rows[r * 3 + 1] = t + 0.01 * Math.sin(r);
+    rows[r * 3 + 2] = 0.05 * Math.cos(r * 1.7);
+  }
+  const p = fitPca(rows, count, 3, 1);
+  const axis = [p.components[0]!, p.components[1]!, p.components[2]!];
+  assert.ok(Math.abs(Math.abs(axis[0]!) - Math.SQRT1_2) < 0.01, `axis ${axis}`);
+  assert.ok(p.explained > 0.99);
+  const out = new Float32Array(1);
+  pcaProject(p, Float32Array.of(1, 1, 0), 0, out, 0);
+  assert.ok(Math.abs(Math.abs(out[0]!) - Math.SQRT2) < 0.05);
+});
