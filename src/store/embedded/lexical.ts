@@ -1,6 +1,24 @@
-// STUB: replaced by the lexical-index work. Signatures are the contract.
+/**
+ * The lexical index: BM25F over a repository's name (owner and repo part), description, topics and
+ * README excerpt.
+ *
+ * Scoring (Robertson & Zaragoza's simple BM25F): per field f, with weight w_f and length
+ * normalisation b_f against the field's average length over documents where it is non-empty,
+ *   tf~(t,d)   = Σ_f w_f · tf_f(t,d) / (1 − b_f + b_f · len_f(d) / avg_f)
+ *   score(q,d) = Σ_{t ∈ q} qtf(t) · idf(t) · tf~ · (k1 + 1) / (k1 + tf~)
+ *   idf(t)     = ln(1 + (N − df + 0.5) / (df + 0.5))          (df over all fields)
+ * The average is taken over non-empty fields because topics and READMEs exist for only 5–7% of
+ * repositories: averaging over all documents would make every README look enormous.
+ *
+ * Storage is a sorted term dictionary (UTF-8 bytes + offsets) and postings in typed arrays, so the
+ * binary form loads as views without parsing. Postings keep raw per-field tf (Uint8, saturated at
+ * 255, which BM25 saturation makes harmless), so weights, b and k1 are load-time parameters. Since
+ * tf~ does not depend on the query, loading turns each posting into one Float32 impact
+ * tf~·(k1+1)/(k1+tf~): a search then costs one multiply-add per posting.
+ */
 import type { Bitset } from "./bitset.js";
 import type { Hit } from "./types.js";
+import { analyze, stripMarkup } from "./analyzer.js";
 
 export interface LexicalDoc {
   readonly name: string;
@@ -9,11 +27,507 @@ export interface LexicalDoc {
   readonly readme: string | null;
 }
 
+/** Index fields; `name` ("owner/repo") is split so owner and repo name get their own weight and length norm. */
+export const LEXICAL_FIELDS = ["owner", "repo", "description", "topics", "readme"] as const;
+export type LexicalField = (typeof LEXICAL_FIELDS)[number];
+const F = LEXICAL_FIELDS.length;
+
+export interface FieldParams {
+  /** Multiplies the field's term frequency (≥ 0; 0 ignores the field). */
+  readonly weight: number;
+  /** Length normalisation in [0, 1]. */
+  readonly b: number;
+}
+
+export interface LexicalParams {
+  /** Term-frequency saturation (≥ 0). */
+  readonly k1: number;
+  readonly fields: Readonly<Record<LexicalField, FieldParams>>;
+}
+
+/**
+ * Tuned on the dev queries (long natural-language agent queries against short fields): a low k1
+ * (0.2–0.4 is a plateau) rewards matching many distinct query terms over repeating one; the name
+ * parts weigh double; README excerpts exist for 5% of repositories only and weigh little, or they
+ * crowd out better-described repositories.
+ */
+export const DEFAULT_LEXICAL_PARAMS: LexicalParams = Object.freeze({
+  k1: 0.3,
+  fields: Object.freeze({
+    owner: Object.freeze({ weight: 2.0, b: 0.5 }),
+    repo: Object.freeze({ weight: 2.0, b: 0.5 }),
+    description: Object.freeze({ weight: 1.0, b: 0.75 }),
+    topics: Object.freeze({ weight: 1.0, b: 0.5 }),
+    readme: Object.freeze({ weight: 0.1, b: 0.75 }),
+  }),
+});
+
+const MAGIC = [0x52, 0x53, 0x4c, 0x58]; // "RSLX"
+/** Bump whenever the layout or the analyzer's output changes: old files must be rebuilt. */
+export const LEXICAL_FORMAT_VERSION = 1;
+const HEADER_BYTES = 128;
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+interface Parts {
+  readonly docCount: number;
+  readonly termOffsets: Uint32Array; // termCount + 1, into termBytes
+  readonly termBytes: Uint8Array;
+  readonly postingStarts: Uint32Array; // termCount + 1, into docs
+  readonly docs: Uint32Array; // ascending within each term
+  readonly tfs: Uint8Array; // postingCount × F
+  readonly lens: Uint16Array; // docCount × F, tokens per field (saturated at 65535)
+}
+
+const decoder = new TextDecoder();
+
 export class LexicalIndex {
-  readonly docCount: number = 0;
-  static build(docs: readonly LexicalDoc[]): LexicalIndex { throw new Error("not implemented"); }
+  readonly docCount: number;
+  readonly termCount: number;
+  readonly postingCount: number;
+  readonly params: LexicalParams;
+
+  private readonly p: Parts;
+  /** Per posting: tf~·(k1+1)/(k1+tf~), parallel to the postings' doc ids. */
+  private readonly impacts: Float32Array;
+  // Reused across searches (search is synchronous, so never shared by two calls at once).
+  private readonly acc: Float32Array;
+  private readonly touched: Uint32Array;
+
+  private constructor(parts: Parts, params: LexicalParams) {
+    validateParams(params);
+    this.p = parts;
+    this.params = params;
+    this.docCount = parts.docCount;
+    this.termCount = parts.termOffsets.length - 1;
+    this.postingCount = parts.docs.length;
+    this.impacts = postingImpacts(parts, params);
+    this.acc = new Float32Array(parts.docCount);
+    this.touched = new Uint32Array(parts.docCount);
+  }
+
+  /** Rows are the positions in `docs`. `params` can be changed later by deserialize(bytes, params). */
+  static build(docs: readonly LexicalDoc[], params: LexicalParams = DEFAULT_LEXICAL_PARAMS): LexicalIndex {
+    validateParams(params);
+    return new LexicalIndex(buildParts(docs), params);
+  }
+
   /** Top-k rows by BM25F score (> 0) among rows allowed by `allow` (null = all), best first. */
-  search(text: string, k: number, allow: Bitset | null): Hit[] { throw new Error("not implemented"); }
-  serialize(): Uint8Array { throw new Error("not implemented"); }
-  static deserialize(bytes: Uint8Array): LexicalIndex { throw new Error("not implemented"); }
+  search(text: string, k: number, allow: Bitset | null): Hit[] {
+    if (!Number.isInteger(k) || k < 0) throw new RangeError(`lexical search: k must be a non-negative integer, got ${k}`);
+    if (allow !== null && allow.size !== this.docCount) {
+      throw new RangeError(`lexical search: filter bitset has size ${allow.size}, index has ${this.docCount} rows`);
+    }
+    if (k === 0 || this.docCount === 0) return [];
+    const tokens = analyze(text);
+    if (tokens.length === 0) return [];
+    const qtf = new Map<string, number>();
+    for (const t of tokens) qtf.set(t, (qtf.get(t) ?? 0) + 1);
+
+    const { postingStarts, docs } = this.p;
+    const { acc, touched, impacts, docCount: n } = this;
+    // Bitset contract: bit i is bit (i & 31) of words[i >>> 5]; read directly in the hot loop.
+    const words = allow === null ? null : allow.words;
+    let nt = 0;
+    for (const [term, count] of qtf) {
+      const t = this.lookup(term);
+      if (t < 0) continue;
+      const start = postingStarts[t]!;
+      const end = postingStarts[t + 1]!;
+      const df = end - start;
+      const w = count * Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      for (let q = start; q < end; q++) {
+        const d = docs[q]!;
+        if (words !== null && ((words[d >>> 5]! >>> (d & 31)) & 1) === 0) continue;
+        const x = impacts[q]!;
+        if (x === 0) continue; // only fields weighted 0
+        if (acc[d] === 0) touched[nt++] = d;
+        acc[d] += w * x;
+      }
+    }
+    return this.topK(k, nt);
+  }
+
+  /** Collects the best k touched rows with a bounded min-heap and clears the accumulator. */
+  private topK(k: number, nt: number): Hit[] {
+    const { acc, touched } = this;
+    const cap = Math.min(k, nt);
+    const hIdx = new Uint32Array(cap);
+    const hScore = new Float64Array(cap);
+    let size = 0;
+    for (let i = 0; i < nt; i++) {
+      const d = touched[i]!;
+      const s = acc[d]!;
+      acc[d] = 0;
+      if (size < cap) {
+        // Sift up: the root is the worst (lowest score; on ties, highest row so results are stable).
+        let j = size++;
+        while (j > 0) {
+          const parent = (j - 1) >>> 1;
+          if (!worse(s, d, hScore[parent]!, hIdx[parent]!)) break;
+          hScore[j] = hScore[parent]!;
+          hIdx[j] = hIdx[parent]!;
+          j = parent;
+        }
+        hScore[j] = s;
+        hIdx[j] = d;
+      } else if (worse(hScore[0]!, hIdx[0]!, s, d)) {
+        // Replace the root, sift down.
+        let j = 0;
+        for (;;) {
+          const l = 2 * j + 1;
+          if (l >= size) break;
+          const r = l + 1;
+          const c = r < size && worse(hScore[r]!, hIdx[r]!, hScore[l]!, hIdx[l]!) ? r : l;
+          if (!worse(hScore[c]!, hIdx[c]!, s, d)) break;
+          hScore[j] = hScore[c]!;
+          hIdx[j] = hIdx[c]!;
+          j = c;
+        }
+        hScore[j] = s;
+        hIdx[j] = d;
+      }
+    }
+    const hits: Hit[] = new Array(size);
+    for (let i = 0; i < size; i++) hits[i] = { idx: hIdx[i]!, score: hScore[i]! };
+    hits.sort((a, b) => b.score - a.score || a.idx - b.idx);
+    return hits;
+  }
+
+  /** Binary search in the sorted dictionary (sorted by JS string order, so probes are decoded). */
+  private lookup(term: string): number {
+    const { termOffsets, termBytes } = this.p;
+    let lo = 0;
+    let hi = this.termCount - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const probe = decoder.decode(termBytes.subarray(termOffsets[mid]!, termOffsets[mid + 1]!));
+      if (probe < term) lo = mid + 1;
+      else if (probe > term) hi = mid - 1;
+      else return mid;
+    }
+    return -1;
+  }
+
+  /** Document frequency of an analysed term (0 when absent); for diagnostics and tests. */
+  docFreq(term: string): number {
+    const t = this.lookup(term);
+    return t < 0 ? 0 : this.p.postingStarts[t + 1]! - this.p.postingStarts[t]!;
+  }
+
+  /** Binary form: magic "RSLX", format version, counts, params, then 8-aligned little-endian arrays. */
+  serialize(): Uint8Array {
+    assertLittleEndian();
+    const { docCount, termOffsets, termBytes, postingStarts, docs, tfs, lens } = this.p;
+    const L = layout(docCount, this.termCount, this.postingCount, termBytes.length);
+    const out = new Uint8Array(L.total);
+    const dv = new DataView(out.buffer);
+    out.set(MAGIC, 0);
+    dv.setUint32(4, LEXICAL_FORMAT_VERSION, true);
+    dv.setUint32(8, F, true);
+    dv.setUint32(12, docCount, true);
+    dv.setUint32(16, this.termCount, true);
+    dv.setUint32(20, this.postingCount, true);
+    dv.setUint32(24, termBytes.length, true);
+    let o = 32;
+    dv.setFloat64(o, this.params.k1, true);
+    for (const name of LEXICAL_FIELDS) {
+      dv.setFloat64((o += 8), this.params.fields[name].weight, true);
+      dv.setFloat64((o += 8), this.params.fields[name].b, true);
+    }
+    out.set(asBytes(termOffsets), L.termOffsets);
+    out.set(asBytes(postingStarts), L.postingStarts);
+    out.set(asBytes(docs), L.docs);
+    out.set(asBytes(lens), L.lens);
+    out.set(tfs, L.tfs);
+    out.set(termBytes, L.termBytes);
+    return out;
+  }
+
+  /**
+   * Loads a serialized index as views over `bytes` (copied once only when misaligned), so the
+   * caller must not modify `bytes` afterwards. `params` overrides the stored parameters.
+   */
+  static deserialize(bytes: Uint8Array, params?: LexicalParams): LexicalIndex {
+    assertLittleEndian();
+    const fail = (why: string): never => {
+      throw new Error(`lexical index: cannot load (${why})`);
+    };
+    if (!(bytes instanceof Uint8Array) || bytes.length < HEADER_BYTES) fail("too short to hold a header");
+    for (let i = 0; i < MAGIC.length; i++) if (bytes[i] !== MAGIC[i]) fail("bad magic: not a lexical index");
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const version = dv.getUint32(4, true);
+    if (version !== LEXICAL_FORMAT_VERSION) fail(`format version ${version}, expected ${LEXICAL_FORMAT_VERSION}; rebuild the index`);
+    if (dv.getUint32(8, true) !== F) fail(`field count ${dv.getUint32(8, true)}, expected ${F}`);
+    const docCount = dv.getUint32(12, true);
+    const termCount = dv.getUint32(16, true);
+    const postingCount = dv.getUint32(20, true);
+    const termByteCount = dv.getUint32(24, true);
+    const L = layout(docCount, termCount, postingCount, termByteCount);
+    if (L.total !== bytes.length) fail(`length ${bytes.length}, header implies ${L.total}`);
+    let o = 32;
+    const k1 = dv.getFloat64(o, true);
+    const fields = {} as Record<LexicalField, FieldParams>;
+    for (const name of LEXICAL_FIELDS) fields[name] = { weight: dv.getFloat64((o += 8), true), b: dv.getFloat64((o += 8), true) };
+
+    const buf = bytes.byteOffset % 8 === 0 ? bytes : bytes.slice();
+    const u32 = (off: number, len: number) => new Uint32Array(buf.buffer, buf.byteOffset + off, len);
+    const parts: Parts = {
+      docCount,
+      termOffsets: u32(L.termOffsets, termCount + 1),
+      postingStarts: u32(L.postingStarts, termCount + 1),
+      docs: u32(L.docs, postingCount),
+      lens: new Uint16Array(buf.buffer, buf.byteOffset + L.lens, docCount * F),
+      tfs: buf.subarray(L.tfs, L.tfs + postingCount * F),
+      termBytes: buf.subarray(L.termBytes, L.termBytes + termByteCount),
+    };
+    const problem = checkParts(parts);
+    if (problem !== null) fail(problem);
+    return new LexicalIndex(parts, params ?? { k1, fields });
+  }
+}
+
+function worse(sa: number, ia: number, sb: number, ib: number): boolean {
+  return sa < sb || (sa === sb && ia > ib);
+}
+
+function validateParams(params: LexicalParams): void {
+  const problems: string[] = [];
+  if (!params || typeof params !== "object") throw new TypeError("lexical params: expected an object");
+  if (!Number.isFinite(params.k1) || params.k1 < 0) problems.push(`k1 must be a finite number ≥ 0 (got ${params.k1})`);
+  let anyWeight = false;
+  for (const name of LEXICAL_FIELDS) {
+    const fp = params.fields?.[name];
+    if (!fp) {
+      problems.push(`fields.${name} is missing`);
+      continue;
+    }
+    if (!Number.isFinite(fp.weight) || fp.weight < 0) problems.push(`fields.${name}.weight must be finite and ≥ 0 (got ${fp.weight})`);
+    if (!(fp.b >= 0 && fp.b <= 1)) problems.push(`fields.${name}.b must be in [0, 1] (got ${fp.b})`);
+    if (fp.weight > 0) anyWeight = true;
+  }
+  if (!anyWeight && problems.length === 0) problems.push("at least one field weight must be > 0");
+  if (problems.length > 0) throw new RangeError(`invalid lexical params: ${problems.join("; ")}`);
+}
+
+function postingImpacts(p: Parts, params: LexicalParams): Float32Array {
+  const { lens, docCount: n, postingStarts, docs, tfs } = p;
+  const sum = new Float64Array(F);
+  const nonEmpty = new Float64Array(F);
+  for (let d = 0; d < n; d++) {
+    for (let f = 0; f < F; f++) {
+      const len = lens[d * F + f]!;
+      if (len > 0) {
+        sum[f] += len;
+        nonEmpty[f]++;
+      }
+    }
+  }
+  const w = LEXICAL_FIELDS.map((name) => params.fields[name].weight);
+  const b = LEXICAL_FIELDS.map((name) => params.fields[name].b);
+  const avg = Array.from(sum, (s, f) => (nonEmpty[f]! > 0 ? s / nonEmpty[f]! : 1));
+  // scale[d·F + f] = w_f / (1 − b_f + b_f · len / avg_f); an empty field has no postings.
+  const scale = new Float32Array(n * F);
+  for (let d = 0; d < n; d++) {
+    for (let f = 0; f < F; f++) {
+      const len = lens[d * F + f]!;
+      scale[d * F + f] = len === 0 ? 0 : w[f]! / (1 - b[f]! + (b[f]! * len) / avg[f]!);
+    }
+  }
+  const k1 = params.k1;
+  const total = postingStarts[postingStarts.length - 1]!;
+  const impacts = new Float32Array(total);
+  for (let q = 0; q < total; q++) {
+    const pb = q * F;
+    const sb = docs[q]! * F;
+    let tf = 0;
+    for (let f = 0; f < F; f++) tf += tfs[pb + f]! * scale[sb + f]!;
+    impacts[q] = tf > 0 ? (tf * (k1 + 1)) / (k1 + tf) : 0;
+  }
+  return impacts;
+}
+
+/** Analysed tokens of one field of a document. */
+function fieldTokens(doc: LexicalDoc, field: number): string[] {
+  const name = typeof doc.name === "string" ? doc.name : "";
+  const slash = name.indexOf("/");
+  switch (LEXICAL_FIELDS[field]) {
+    case "owner":
+      return slash < 0 ? [] : analyze(name.slice(0, slash));
+    case "repo":
+      return analyze(slash < 0 ? name : name.slice(slash + 1));
+    case "description":
+      return doc.description ? analyze(stripMarkup(doc.description)) : [];
+    case "topics": {
+      const out: string[] = [];
+      // One topic at a time, so joined forms never span two topics.
+      for (const topic of doc.topics ?? []) for (const t of analyze(topic)) out.push(t);
+      return out;
+    }
+    case "readme":
+      return doc.readme ? analyze(stripMarkup(doc.readme)) : [];
+    default:
+      return [];
+  }
+}
+
+function buildParts(docs: readonly LexicalDoc[]): Parts {
+  const n = docs.length;
+  if (n >= 0xffffffff) throw new RangeError(`lexical index: too many documents (${n})`);
+  const dict = new Map<string, number>();
+  const terms: string[] = [];
+  const lens = new Uint16Array(n * F);
+  // Postings in document order: (term, doc, tf × F); regrouped by term at the end.
+  let cap = 1 << 16;
+  let pTerm = new Uint32Array(cap);
+  let pDoc = new Uint32Array(cap);
+  let pTf = new Uint8Array(cap * F);
+  let count = 0;
+  // Per-document scratch: term id → slot, and each slot's term and per-field tf.
+  let slotOf = new Int32Array(1 << 16).fill(-1);
+  let slotTerm = new Uint32Array(256);
+  let slotTf = new Uint8Array(256 * F);
+
+  for (let d = 0; d < n; d++) {
+    const doc = docs[d]!;
+    let slots = 0;
+    for (let f = 0; f < F; f++) {
+      const tokens = fieldTokens(doc, f);
+      lens[d * F + f] = Math.min(tokens.length, 0xffff);
+      for (const tok of tokens) {
+        let t = dict.get(tok);
+        if (t === undefined) {
+          t = terms.length;
+          dict.set(tok, t);
+          terms.push(tok);
+          if (t >= slotOf.length) {
+            const grown = new Int32Array(slotOf.length * 2).fill(-1);
+            grown.set(slotOf);
+            slotOf = grown;
+          }
+        }
+        let s = slotOf[t]!;
+        if (s < 0) {
+          s = slots++;
+          if (s >= slotTerm.length) {
+            slotTerm = growU32(slotTerm, slotTerm.length * 2);
+            slotTf = growU8(slotTf, slotTerm.length * F);
+          }
+          slotOf[t] = s;
+          slotTerm[s] = t;
+          slotTf.fill(0, s * F, s * F + F);
+        }
+        const i = s * F + f;
+        if (slotTf[i]! < 255) slotTf[i]!++;
+      }
+    }
+    if (count + slots > cap) {
+      while (count + slots > cap) cap *= 2;
+      pTerm = growU32(pTerm, cap);
+      pDoc = growU32(pDoc, cap);
+      pTf = growU8(pTf, cap * F);
+    }
+    for (let s = 0; s < slots; s++) {
+      const t = slotTerm[s]!;
+      pTerm[count] = t;
+      pDoc[count] = d;
+      for (let f = 0; f < F; f++) pTf[count * F + f] = slotTf[s * F + f]!;
+      slotOf[t] = -1;
+      count++;
+    }
+  }
+
+  // Sorted dictionary: rank[termId] = position in sorted order.
+  const T = terms.length;
+  const sorted = terms.slice().sort();
+  const rank = new Uint32Array(T);
+  for (let i = 0; i < T; i++) rank[dict.get(sorted[i]!)!] = i;
+  const { termOffsets, termBytes } = encodeTerms(sorted);
+
+  // Counting sort of postings by term rank; document order within a term is kept (ascending).
+  const postingStarts = new Uint32Array(T + 1);
+  for (let q = 0; q < count; q++) postingStarts[rank[pTerm[q]!]! + 1]!++;
+  for (let t = 0; t < T; t++) postingStarts[t + 1]! += postingStarts[t]!;
+  const fill = postingStarts.slice(0, T);
+  const outDocs = new Uint32Array(count);
+  const outTfs = new Uint8Array(count * F);
+  for (let q = 0; q < count; q++) {
+    const dst = fill[rank[pTerm[q]!]!]!++;
+    outDocs[dst] = pDoc[q]!;
+    for (let f = 0; f < F; f++) outTfs[dst * F + f] = pTf[q * F + f]!;
+  }
+  return { docCount: n, termOffsets, termBytes, postingStarts, docs: outDocs, tfs: outTfs, lens };
+}
+
+/** UTF-8 bytes of the sorted terms, back to back, with T + 1 offsets. Terms never contain "\n". */
+function encodeTerms(sorted: readonly string[]): { termOffsets: Uint32Array; termBytes: Uint8Array } {
+  const joined = new TextEncoder().encode(sorted.join("\n"));
+  const termOffsets = new Uint32Array(sorted.length + 1);
+  const termBytes = new Uint8Array(Math.max(0, joined.length - Math.max(0, sorted.length - 1)));
+  let w = 0;
+  let t = 0;
+  for (let i = 0; i < joined.length; i++) {
+    const c = joined[i]!;
+    if (c === 10) termOffsets[++t] = w;
+    else termBytes[w++] = c;
+  }
+  if (sorted.length > 0) termOffsets[sorted.length] = w;
+  return { termOffsets, termBytes };
+}
+
+function checkParts(p: Parts): string | null {
+  const T = p.termOffsets.length - 1;
+  if (p.termOffsets[0] !== 0 || p.termOffsets[T] !== p.termBytes.length) return "term offsets do not span the dictionary";
+  if (p.postingStarts[0] !== 0 || p.postingStarts[T] !== p.docs.length) return "posting starts do not span the postings";
+  for (let t = 0; t < T; t++) {
+    if (p.termOffsets[t + 1]! <= p.termOffsets[t]!) return `term ${t} is empty or out of order`;
+    const start = p.postingStarts[t]!;
+    const end = p.postingStarts[t + 1]!;
+    if (end <= start) return `term ${t} has no postings`;
+    let prev = -1;
+    for (let q = start; q < end; q++) {
+      const d = p.docs[q]!;
+      if (d <= prev || d >= p.docCount) return `postings of term ${t} are not ascending row ids below ${p.docCount}`;
+      prev = d;
+    }
+  }
+  return null;
+}
+
+function layout(n: number, terms: number, postings: number, termBytes: number) {
+  const align8 = (x: number) => Math.ceil(x / 8) * 8;
+  let o = HEADER_BYTES;
+  const termOffsets = o;
+  o = align8(o + 4 * (terms + 1));
+  const postingStarts = o;
+  o = align8(o + 4 * (terms + 1));
+  const docs = o;
+  o = align8(o + 4 * postings);
+  const lens = o;
+  o = align8(o + 2 * n * F);
+  const tfs = o;
+  o = align8(o + postings * F);
+  const termBytesAt = o;
+  o = align8(o + termBytes);
+  return { termOffsets, postingStarts, docs, lens, tfs, termBytes: termBytesAt, total: o };
+}
+
+function asBytes(a: Uint32Array | Uint16Array): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+}
+
+function growU32(a: Uint32Array, size: number): Uint32Array<ArrayBuffer> {
+  const b = new Uint32Array(size);
+  b.set(a);
+  return b;
+}
+
+function growU8(a: Uint8Array, size: number): Uint8Array<ArrayBuffer> {
+  const b = new Uint8Array(size);
+  b.set(a);
+  return b;
+}
+
+function assertLittleEndian(): void {
+  // The binary form is little-endian and loaded as native typed-array views.
+  if (!LITTLE_ENDIAN) throw new Error("lexical index: big-endian platforms are not supported");
 }
