@@ -1,5 +1,17 @@
-// STUB: replaced by the store-engine work. Signatures are the contract.
+/**
+ * Hierarchical Navigable Small World graph (Malkov & Yashunin, 2016) over rows of a row-major,
+ * L2-normalised Float32Array; similarity is the dot product (cosine), higher is better.
+ *
+ * Storage is flat typed arrays: layer 0 has a fixed stride of m0 = 2·m links per node; nodes with a
+ * level ≥ 1 (about 1/m of them) own `level` consecutive "slots" of m links in the upper arrays.
+ * Construction (batched, optionally on worker threads, deterministic) lives in engine-hnsw-build.ts.
+ */
+import { availableParallelism } from "node:os";
 import type { Bitset } from "./bitset.js";
+import { MaxHeap, MinHeap } from "./engine-heap.js";
+import { batchEnd, createBuildState, InsertPlanner, MAX_LEVEL, SEQUENTIAL_PREFIX } from "./engine-hnsw-build.js";
+import { PlanPool } from "./engine-hnsw-pool.js";
+import { dot } from "./engine-vec.js";
 import type { Hit } from "./types.js";
 
 export interface HnswParams {
@@ -8,13 +20,367 @@ export interface HnswParams {
   readonly efConstruction: number;
   /** Seed for level assignment, so builds are reproducible. */
   readonly seed?: number;
+  /**
+   * Precision of the similarities used while building (searches always use float32). "int8"
+   * (default) builds on per-row quantised copies: less memory traffic and integer math.
+   */
+  readonly buildPrecision?: "int8" | "float32";
+  /**
+   * Threads that plan inserts (the calling thread included). Default: up to 4 of the available
+   * cores for graphs of PARALLEL_MIN_ROWS rows or more, else 1. The graph is identical for any value.
+   */
+  readonly threads?: number;
+}
+
+/** Below this many rows worker threads are not worth their start-up by default. */
+export const PARALLEL_MIN_ROWS = 20_000;
+
+const MAGIC = [0x52, 0x53, 0x48, 0x4e, 0x53, 0x57, 0x0d, 0x0a]; // "RSHNSW\r\n"
+const FORMAT_VERSION = 1;
+const HEADER_BYTES = 48;
+const PROGRESS_EVERY = 2048;
+
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+interface GraphArrays {
+  count: number;
+  dims: number;
+  m: number;
+  efConstruction: number;
+  entryPoint: number;
+  maxLevel: number;
+  levels: Uint8Array;
+  counts0: Uint16Array;
+  links0: Int32Array;
+  /** First upper slot of each node (its level-1 list), or -1 for level-0-only nodes. */
+  upperBase: Int32Array;
+  upperCounts: Uint16Array;
+  upperLinks: Int32Array;
 }
 
 /** The graph only; vectors live in the segment (row-major Float32Array, L2-normalised, dot = cosine). */
 export class HnswGraph {
-  static build(vectors: Float32Array, dims: number, count: number, params: HnswParams, onProgress?: (done: number, total: number) => void): HnswGraph { throw new Error("not implemented"); }
+  readonly count: number;
+  readonly dims: number;
+  readonly m: number;
+  readonly m0: number;
+  readonly efConstruction: number;
+  readonly entryPoint: number;
+  readonly maxLevel: number;
+  private readonly levels: Uint8Array;
+  private readonly counts0: Uint16Array;
+  private readonly links0: Int32Array;
+  private readonly upperBase: Int32Array;
+  private readonly upperCounts: Uint16Array;
+  private readonly upperLinks: Int32Array;
+  // Search scratch, reused across calls (searches are synchronous, so never interleaved).
+  private visited: Uint32Array | null = null;
+  private epoch = 0;
+  private readonly cand = new MaxHeap(256);
+  private readonly res = new MinHeap(256);
+
+  private constructor(g: GraphArrays) {
+    this.count = g.count;
+    this.dims = g.dims;
+    this.m = g.m;
+    this.m0 = 2 * g.m;
+    this.efConstruction = g.efConstruction;
+    this.entryPoint = g.entryPoint;
+    this.maxLevel = g.maxLevel;
+    this.levels = g.levels;
+    this.counts0 = g.counts0;
+    this.links0 = g.links0;
+    this.upperBase = g.upperBase;
+    this.upperCounts = g.upperCounts;
+    this.upperLinks = g.upperLinks;
+  }
+
+  static build(
+    vectors: Float32Array,
+    dims: number,
+    count: number,
+    params: HnswParams,
+    onProgress?: (done: number, total: number) => void,
+  ): HnswGraph {
+    validateBuild(vectors, dims, count, params);
+    const threads = params.threads ?? (count >= PARALLEL_MIN_ROWS ? Math.min(4, availableParallelism()) : 1);
+    let parallel = threads > 1 && count > SEQUENTIAL_PREFIX;
+    const state = createBuildState(vectors, dims, count, {
+      m: params.m,
+      efConstruction: params.efConstruction,
+      seed: params.seed ?? 0x5eed,
+      precision: params.buildPrecision ?? "int8",
+      shared: parallel,
+    });
+    const planner = new InsertPlanner(state);
+    let pool: PlanPool | null = null;
+    let entryPoint = -1;
+    let maxLevel = 0;
+    let reported = 0;
+    try {
+      for (let start = 0; start < count; ) {
+        const end = batchEnd(start, count);
+        if (parallel && pool === null && end - start > 1) {
+          pool = PlanPool.start(state, threads);
+          parallel = pool !== null;
+        }
+        if (pool !== null) pool.planBatch(start, end, entryPoint, maxLevel, planner);
+        else for (let q = start; q < end; q++) planner.plan(q, q - start, entryPoint, maxLevel);
+        for (let q = start; q < end; q++) {
+          planner.apply(q, q - start);
+          const level = state.levels[q]!;
+          if (entryPoint < 0 || level > maxLevel) {
+            entryPoint = q;
+            maxLevel = level;
+          }
+        }
+        start = end;
+        if (onProgress !== undefined && (start - reported >= PROGRESS_EVERY || start === count)) {
+          reported = start;
+          onProgress(start, count);
+        }
+      }
+    } finally {
+      pool?.close();
+    }
+    return new HnswGraph({
+      count,
+      dims,
+      m: params.m,
+      efConstruction: state.efC,
+      entryPoint,
+      maxLevel,
+      levels: state.levels,
+      counts0: state.counts0,
+      links0: state.links0,
+      upperBase: state.upperBase,
+      upperCounts: state.upperCounts,
+      upperLinks: state.upperLinks,
+    });
+  }
+
+  /** Level of a node (0 for most). */
+  levelOf(row: number): number {
+    return this.levels[row]!;
+  }
+
+  /** Neighbours of a node on a layer (a copy; for tests and diagnostics). */
+  neighbors(row: number, level: number): number[] {
+    if (level === 0) return Array.from(this.links0.subarray(row * this.m0, row * this.m0 + this.counts0[row]!));
+    if (level > this.levels[row]!) return [];
+    const slot = this.upperBase[row]! + level - 1;
+    return Array.from(this.upperLinks.subarray(slot * this.m, slot * this.m + this.upperCounts[slot]!));
+  }
+
   /** Top-k rows by dot product among rows allowed by `allow` (null = all), best first. */
-  search(vectors: Float32Array, dims: number, query: Float32Array, k: number, ef: number, allow: Bitset | null): Hit[] { throw new Error("not implemented"); }
-  serialize(): Uint8Array { throw new Error("not implemented"); }
-  static deserialize(bytes: Uint8Array): HnswGraph { throw new Error("not implemented"); }
+  search(vectors: Float32Array, dims: number, query: Float32Array, k: number, ef: number, allow: Bitset | null): Hit[] {
+    if (dims !== this.dims) throw new RangeError(`HnswGraph.search: graph has ${this.dims} dims, got ${dims}`);
+    if (query.length !== dims) throw new RangeError(`HnswGraph.search: query has ${query.length} dims, expected ${dims}`);
+    if (vectors.length < this.count * dims) throw new RangeError("HnswGraph.search: vectors shorter than the graph");
+    if (allow !== null && allow.size !== this.count) throw new RangeError(`HnswGraph.search: allow has size ${allow.size}, graph ${this.count}`);
+    // An empty allow-set would otherwise walk the whole graph looking for an allowed row.
+    if (this.count === 0 || k <= 0 || (allow !== null && allow.isEmpty())) return [];
+    const beam = Math.max(ef | 0, k);
+
+    // Greedy descent through the upper layers ignores the filter: they only pick a good start.
+    let cur = this.entryPoint;
+    let curSim = dot(query, 0, vectors, cur * dims, dims);
+    for (let l = this.maxLevel; l >= 1; l--) {
+      let changed = true;
+      while (changed) {
+        changed = false;
+        const slot = this.upperBase[cur]! + l - 1;
+        const base = slot * this.m;
+        const n = this.upperCounts[slot]!;
+        for (let j = 0; j < n; j++) {
+          const e = this.upperLinks[base + j]!;
+          const s = dot(query, 0, vectors, e * dims, dims);
+          if (s > curSim) {
+            curSim = s;
+            cur = e;
+            changed = true;
+          }
+        }
+      }
+    }
+
+    // Beam search on layer 0. Every node may be walked through, but only allowed rows enter the
+    // result set; the walk stops once `beam` allowed rows are held and the frontier is worse.
+    const visited = this.nextVisitEpoch();
+    const epoch = this.epoch;
+    const words = allow === null ? null : allow.words;
+    const cand = this.cand;
+    const res = this.res;
+    cand.clear();
+    res.clear();
+    visited[cur] = epoch;
+    cand.push(cur, curSim);
+    if (words === null || (words[cur >>> 5]! & (1 << (cur & 31))) !== 0) res.push(cur, curSim);
+    const links0 = this.links0;
+    const counts0 = this.counts0;
+    const m0 = this.m0;
+    while (cand.size > 0) {
+      const cs = cand.topScore();
+      if (res.size >= beam && cs < res.topScore()) break;
+      const c = cand.topId();
+      cand.pop();
+      const base = c * m0;
+      const end = base + counts0[c]!;
+      for (let j = base; j < end; j++) {
+        const e = links0[j]!;
+        if (visited[e] === epoch) continue;
+        visited[e] = epoch;
+        const s = dot(query, 0, vectors, e * dims, dims);
+        if (res.size < beam || s > res.topScore()) {
+          cand.push(e, s);
+          if (words === null || (words[e >>> 5]! & (1 << (e & 31))) !== 0) {
+            res.push(e, s);
+            if (res.size > beam) res.pop();
+          }
+        }
+      }
+    }
+    while (res.size > k) res.pop();
+    const hits: Hit[] = new Array(res.size);
+    for (let i = res.size - 1; i >= 0; i--) {
+      hits[i] = { idx: res.topId(), score: res.topScore() };
+      res.pop();
+    }
+    return hits;
+  }
+
+  serialize(): Uint8Array {
+    requireLittleEndian();
+    const sections: ArrayBufferView[] = [this.levels, this.counts0, this.links0, this.upperBase, this.upperCounts, this.upperLinks];
+    let total = HEADER_BYTES;
+    for (const s of sections) total += align4(s.byteLength);
+    const out = new Uint8Array(total);
+    const dv = new DataView(out.buffer);
+    out.set(MAGIC, 0);
+    const header = [FORMAT_VERSION, this.count, this.dims, this.m, this.efConstruction, this.entryPoint, this.maxLevel, this.upperCounts.length];
+    header.forEach((v, i) => dv.setInt32(8 + 4 * i, v, true));
+    let off = HEADER_BYTES;
+    for (const s of sections) {
+      out.set(new Uint8Array(s.buffer, s.byteOffset, s.byteLength), off);
+      off += align4(s.byteLength);
+    }
+    return out;
+  }
+
+  static deserialize(bytes: Uint8Array): HnswGraph {
+    requireLittleEndian();
+    const fail = (why: string): never => {
+      throw new Error(`HnswGraph.deserialize: ${why}`);
+    };
+    if (bytes.byteLength < HEADER_BYTES) fail("truncated header");
+    for (let i = 0; i < MAGIC.length; i++) if (bytes[i] !== MAGIC[i]) fail("bad magic (not an HNSW graph file)");
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const h = (i: number): number => dv.getInt32(8 + 4 * i, true);
+    const version = h(0);
+    if (version !== FORMAT_VERSION) fail(`unsupported format version ${version} (expected ${FORMAT_VERSION})`);
+    const [count, dims, m, efConstruction, entryPoint, maxLevel, slots] = [h(1), h(2), h(3), h(4), h(5), h(6), h(7)];
+    if (count < 0 || dims < 1 || m < 2 || m > 32767 || slots < 0 || maxLevel < 0 || maxLevel > MAX_LEVEL) fail("corrupt header");
+    if (count === 0 ? entryPoint !== -1 : entryPoint < 0 || entryPoint >= count) fail("corrupt entry point");
+    const m0 = 2 * m;
+    const sizes = [count, count * 2, count * m0 * 4, count * 4, slots * 2, slots * m * 4];
+    let expected = HEADER_BYTES;
+    for (const s of sizes) expected += align4(s);
+    if (bytes.byteLength !== expected) fail(`size ${bytes.byteLength} bytes, expected ${expected}`);
+    let off = bytes.byteOffset + HEADER_BYTES;
+    const take = <T>(n: number, bytesPer: number, make: (buf: ArrayBuffer, byteOffset: number, length: number) => T): T => {
+      // Views when aligned (the usual case: a file read into its own buffer); copies otherwise.
+      let arr: T;
+      if (off % bytesPer === 0) arr = make(bytes.buffer as ArrayBuffer, off, n);
+      else arr = make(bytes.slice(off - bytes.byteOffset, off - bytes.byteOffset + n * bytesPer).buffer as ArrayBuffer, 0, n);
+      off += align4(n * bytesPer);
+      return arr;
+    };
+    const g: GraphArrays = {
+      count,
+      dims,
+      m,
+      efConstruction,
+      entryPoint,
+      maxLevel,
+      levels: take(count, 1, (b, o, n) => new Uint8Array(b, o, n)),
+      counts0: take(count, 2, (b, o, n) => new Uint16Array(b, o, n)),
+      links0: take(count * m0, 4, (b, o, n) => new Int32Array(b, o, n)),
+      upperBase: take(count, 4, (b, o, n) => new Int32Array(b, o, n)),
+      upperCounts: take(slots, 2, (b, o, n) => new Uint16Array(b, o, n)),
+      upperLinks: take(slots * m, 4, (b, o, n) => new Int32Array(b, o, n)),
+    };
+    const problem = checkStructure(g);
+    if (problem !== null) fail(problem);
+    return new HnswGraph(g);
+  }
+
+  private nextVisitEpoch(): Uint32Array {
+    if (this.visited === null) this.visited = new Uint32Array(this.count);
+    if (this.epoch === 0xffffffff) {
+      this.visited.fill(0);
+      this.epoch = 0;
+    }
+    this.epoch++;
+    return this.visited;
+  }
+}
+
+function align4(n: number): number {
+  return (n + 3) & ~3;
+}
+
+function requireLittleEndian(): void {
+  if (!littleEndian) throw new Error("HnswGraph serialization needs a little-endian host");
+}
+
+function validateBuild(vectors: Float32Array, dims: number, count: number, p: HnswParams): void {
+  const problems: string[] = [];
+  if (!Number.isInteger(dims) || dims < 1) problems.push(`dims must be a positive integer, got ${dims}`);
+  if (!Number.isInteger(count) || count < 0) problems.push(`count must be a non-negative integer, got ${count}`);
+  if (!Number.isInteger(p.m) || p.m < 2 || p.m > 1024) problems.push(`m must be an integer in [2, 1024], got ${p.m}`);
+  if (!Number.isInteger(p.efConstruction) || p.efConstruction < 1) problems.push(`efConstruction must be a positive integer, got ${p.efConstruction}`);
+  if (p.seed !== undefined && !Number.isInteger(p.seed)) problems.push(`seed must be an integer, got ${p.seed}`);
+  if (p.threads !== undefined && (!Number.isInteger(p.threads) || p.threads < 1 || p.threads > 64)) {
+    problems.push(`threads must be an integer in [1, 64], got ${p.threads}`);
+  }
+  if (p.buildPrecision !== undefined && p.buildPrecision !== "int8" && p.buildPrecision !== "float32") {
+    problems.push(`buildPrecision must be "int8" or "float32", got ${String(p.buildPrecision)}`);
+  }
+  if (problems.length === 0 && vectors.length < count * dims) problems.push(`vectors hold ${vectors.length} floats, need ${count}×${dims}`);
+  if (problems.length > 0) throw new RangeError(`HnswGraph.build: ${problems.join("; ")}`);
+}
+
+/** Checks a loaded graph so corrupt files fail at load, not as wrong answers later. */
+function checkStructure(g: GraphArrays): string | null {
+  const m0 = 2 * g.m;
+  let slots = 0;
+  for (let i = 0; i < g.count; i++) {
+    const lv = g.levels[i]!;
+    if (lv > g.maxLevel) return `node ${i} level ${lv} above max level ${g.maxLevel}`;
+    if (lv === 0 ? g.upperBase[i] !== -1 : g.upperBase[i] !== slots) return `node ${i} has a bad upper-layer offset`;
+    slots += lv;
+    const n = g.counts0[i]!;
+    if (n > m0) return `node ${i} has ${n} links on layer 0 (max ${m0})`;
+    const bad = badLink(g.links0, i * m0, n, i, g.count);
+    if (bad !== null) return `node ${i}: ${bad}`;
+    for (let l = 1; l <= lv; l++) {
+      const slot = g.upperBase[i]! + l - 1;
+      const un = g.upperCounts[slot]!;
+      if (un > g.m) return `node ${i} has ${un} links on layer ${l} (max ${g.m})`;
+      const ubad = badLink(g.upperLinks, slot * g.m, un, i, g.count);
+      if (ubad !== null) return `node ${i} layer ${l}: ${ubad}`;
+    }
+  }
+  if (slots !== g.upperCounts.length) return "upper-layer slot count mismatch";
+  if (g.count > 0 && g.levels[g.entryPoint] !== g.maxLevel) return "entry point is not on the top layer";
+  return null;
+}
+
+function badLink(links: Int32Array, base: number, n: number, self: number, count: number): string | null {
+  for (let j = base; j < base + n; j++) {
+    const e = links[j]!;
+    if (e < 0 || e >= count) return `link target ${e} out of range`;
+    if (e === self) return "self link";
+  }
+  return null;
 }

@@ -1,0 +1,108 @@
+/**
+ * Vector kernels. Vectors are float32 rows of one big row-major Float32Array; rows are addressed by
+ * element offset (row * dims) so no subarray views are allocated in hot loops.
+ */
+
+/**
+ * Dot product of a[ao .. ao+dims) and b[bo .. bo+dims). Four independent accumulators let the CPU
+ * overlap the multiply-adds instead of waiting on one dependency chain (about 2x faster in V8).
+ */
+export function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, dims: number): number {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  const end = ao + dims - (dims & 3);
+  let i = ao;
+  let j = bo;
+  for (; i < end; i += 4, j += 4) {
+    s0 += a[i]! * b[j]!;
+    s1 += a[i + 1]! * b[j + 1]!;
+    s2 += a[i + 2]! * b[j + 2]!;
+    s3 += a[i + 3]! * b[j + 3]!;
+  }
+  const stop = ao + dims;
+  for (; i < stop; i++, j++) s0 += a[i]! * b[j]!;
+  return s0 + s1 + (s2 + s3);
+}
+
+/** Rows quantised to int8 with one scale per row: x ≈ code × scale. */
+export interface Int8Rows {
+  readonly codes: Int8Array;
+  readonly scales: Float32Array;
+}
+
+/** Int8 rows plus what it takes to bound the quantisation error of a dot product exactly. */
+export interface BoundedInt8Rows extends Int8Rows {
+  /** ‖x − scale·code‖₂ per row, rounded up. */
+  readonly residuals: Float32Array;
+  /** ‖scale·code‖₂ per row, rounded up. */
+  readonly norms: Float32Array;
+}
+
+/**
+ * Symmetric per-row int8 quantisation (scale = max |x| / 127). A quarter of the memory traffic of
+ * float32 and integer arithmetic; the dot-product error is ~1e-3 for normalised 256-d rows.
+ */
+export function quantizeInt8(vectors: Float32Array, dims: number, count: number): Int8Rows {
+  const codes = new Int8Array(count * dims);
+  const scales = new Float32Array(count);
+  for (let r = 0; r < count; r++) {
+    const off = r * dims;
+    let max = 0;
+    for (let i = 0; i < dims; i++) {
+      const a = vectors[off + i]!;
+      const abs = a < 0 ? -a : a;
+      if (abs > max) max = abs;
+    }
+    if (max === 0) continue;
+    const inv = 127 / max;
+    for (let i = 0; i < dims; i++) codes[off + i] = Math.round(vectors[off + i]! * inv);
+    scales[r] = max / 127;
+  }
+  return { codes, scales };
+}
+
+/** quantizeInt8 plus per-row residual and code norms, for exact error bounds. */
+export function quantizeInt8Bounded(vectors: Float32Array, dims: number, count: number): BoundedInt8Rows {
+  const { codes, scales } = quantizeInt8(vectors, dims, count);
+  const residuals = new Float32Array(count);
+  const norms = new Float32Array(count);
+  for (let r = 0; r < count; r++) {
+    const off = r * dims;
+    const sc = scales[r]!;
+    let res = 0;
+    let nrm = 0;
+    for (let i = 0; i < dims; i++) {
+      const d = sc * codes[off + i]!;
+      const e = vectors[off + i]! - d;
+      res += e * e;
+      nrm += d * d;
+    }
+    residuals[r] = roundUp(Math.sqrt(res));
+    norms[r] = roundUp(Math.sqrt(nrm));
+  }
+  return { codes, scales, residuals, norms };
+}
+
+/** The smallest float32 ≥ x (a stored bound must never shrink). */
+function roundUp(x: number): number {
+  const f = Math.fround(x);
+  return f >= x ? f : Math.fround(f + Math.max(Number.EPSILON, Math.abs(f) * 2 ** -23));
+}
+
+/** Integer dot product of two int8 rows (exact in int32: |sum| ≤ dims · 127²). */
+export function dotInt8(a: Int8Array, ao: number, b: Int8Array, bo: number, dims: number): number {
+  let s0 = 0;
+  let s1 = 0;
+  const end = ao + dims - (dims & 3);
+  let i = ao;
+  let j = bo;
+  for (; i < end; i += 4, j += 4) {
+    s0 = (s0 + a[i]! * b[j]! + a[i + 2]! * b[j + 2]!) | 0;
+    s1 = (s1 + a[i + 1]! * b[j + 1]! + a[i + 3]! * b[j + 3]!) | 0;
+  }
+  const stop = ao + dims;
+  for (; i < stop; i++, j++) s0 = (s0 + a[i]! * b[j]!) | 0;
+  return (s0 + s1) | 0;
+}

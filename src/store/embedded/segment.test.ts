@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { isAscii } from "node:buffer";
+import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { pointIdFor } from "../../common/hash.js";
+import type { RepoPayload } from "../../dataset/record.js";
+import type { Point } from "../types.js";
+import { exactSearch } from "./dense.js";
+import { IndexFormatError, Segment, SEGMENT_FILES } from "./segment.js";
+
+const DIMS = 16;
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function payload(i: number): RepoPayload {
+  const key = `owner${i % 7}/repo-${i}`;
+  const language = i % 2 ? "TypeScript" : "Python";
+  return {
+    key, name: key, url: `https://github.com/${key}`, description: i === 4 ? "向量数据库 🚀 café\u007f" : `project ${i} ${i % 3 === 0 ? "vector database" : "web framework"}`,
+    stars: i * 10, forks: null, language, topics: i % 5 === 0 ? ["search"] : [], pushedAt: null, isArchived: null, homepage: null,
+    license: null, createdAt: null, readme: i === 3 ? "# Zanzibar\nauthorization system" : null, tree: null, llmsTxtPaths: null,
+    lastSeen: null, languageLc: language.toLowerCase(), category: null, hash: `h${i}`,
+  };
+}
+
+function points(n: number, seed = 1): Point[] {
+  const r = rng(seed);
+  return Array.from({ length: n }, (_, i) => {
+    const v = new Float32Array(DIMS).map(() => r() - 0.5);
+    const norm = Math.hypot(...v);
+    const p = payload(i);
+    return { id: pointIdFor(p.key), vector: v.map((x) => x / norm), payload: p };
+  });
+}
+
+const params = { version: "v000001", dims: DIMS, embedderId: "test:16", hnsw: { m: 8, efConstruction: 32 } };
+
+let root: string;
+let n = 0;
+const freshDir = async (): Promise<string> => {
+  const d = path.join(root, `seg${n++}`);
+  await mkdir(d);
+  return d;
+};
+before(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "rs-segment-"));
+});
+after(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("Segment", () => {
+  it("round-trips through disk: ids, payloads, vectors, graph, lexical and payload index", async () => {
+    const pts = points(300);
+    const stages = new Set<string>();
+    const seg = Segment.build(pts, params, (stage) => stages.add(stage));
+    assert.deepEqual([...stages], ["hnsw", "lexical", "payload-index"]);
+    const dir = await freshDir();
+    const manifest = await seg.writeTo(dir);
+    assert.equal(manifest.count, 300);
+    assert.equal(manifest.files["vectors.f32"].bytes, 300 * DIMS * 4);
+
+    const loaded = await Segment.load(dir, { expectVersion: "v000001" });
+    assert.equal(loaded.version, "v000001");
+    assert.equal(loaded.embedderId, "test:16");
+    assert.equal(loaded.createdAt, seg.createdAt);
+    assert.deepEqual(loaded.ids, pts.map((p) => p.id));
+    assert.deepEqual(loaded.payloads, pts.map((p) => p.payload));
+    assert.ok(isAscii(await readFile(path.join(dir, "payloads.json"))), "non-ASCII text is escaped, so loading can decode as latin1");
+    assert.deepEqual(loaded.vectorOf(42), pts[42]!.vector);
+    assert.equal(loaded.rowOf(pts[7]!.id), 7);
+    assert.equal(loaded.rowOf("nope"), undefined);
+
+    // The loaded indexes answer the same queries as the built ones.
+    const q = pts[5]!.vector;
+    assert.equal(loaded.graph!.search(loaded.vectors, DIMS, q, 1, 32, null)[0]!.idx, 5);
+    assert.deepEqual(exactSearch(loaded.dense, q, 5, null), exactSearch(seg.dense, q, 5, null));
+    assert.equal(loaded.lexical!.search("zanzibar", 3, null)[0]!.idx, 3);
+    assert.equal(loaded.payloadIndex.evaluate({ must: [{ key: "languageLc", match: { value: "python" } }] })!.count(), 150);
+  });
+
+  it("handles an empty segment", async () => {
+    const seg = Segment.build([], params);
+    const dir = await freshDir();
+    await seg.writeTo(dir);
+    const loaded = await Segment.load(dir);
+    assert.equal(loaded.count, 0);
+    assert.equal(loaded.graph, null);
+    assert.equal(loaded.lexical, null);
+  });
+
+  it("rejects bad input to build", () => {
+    const pts = points(3);
+    assert.throws(() => Segment.build([pts[0]!, pts[0]!], params), /duplicate point id/);
+    assert.throws(() => Segment.build([{ ...pts[0]!, vector: new Float32Array(3) }], params), /3 dims, expected 16/);
+  });
+
+  describe("load fails clearly on a damaged version", () => {
+    let good: string;
+    const damaged = async (fn: (dir: string) => Promise<void>): Promise<string> => {
+      const dir = await freshDir();
+      for (const f of [...SEGMENT_FILES, "manifest.json"]) await writeFile(path.join(dir, f), await readFile(path.join(good, f)));
+      await fn(dir);
+      return dir;
+    };
+    const rejectsWith = (dir: string, re: RegExp) =>
+      assert.rejects(Segment.load(dir), (err: unknown) => {
+        assert.ok(err instanceof IndexFormatError, String(err));
+        assert.match(err.message, re);
+        assert.ok(err.message.includes(dir));
+        return true;
+      });
+
+    before(async () => {
+      good = await freshDir();
+      await Segment.build(points(50), params).writeTo(good);
+    });
+
+    it("truncated file", async () => {
+      const dir = await damaged((d) => truncate(path.join(d, "vectors.f32"), 100));
+      await rejectsWith(dir, /vectors\.f32 is 100 bytes but the manifest says 3200 \(truncated or corrupted\)/);
+    });
+
+    it("flipped byte", async () => {
+      const dir = await damaged(async (d) => {
+        const f = path.join(d, "payloads.json");
+        const b = await readFile(f);
+        b[b.length >> 1] ^= 0x01;
+        await writeFile(f, b);
+      });
+      await rejectsWith(dir, /payloads\.json checksum mismatch/);
+    });
+
+    it("missing manifest (an incomplete build)", async () => {
+      const dir = await damaged((d) => rm(path.join(d, "manifest.json")));
+      await rejectsWith(dir, /no manifest\.json/);
+    });
+
+    it("missing data file", async () => {
+      const dir = await damaged((d) => rm(path.join(d, "hnsw.bin")));
+      await rejectsWith(dir, /missing hnsw\.bin/);
+    });
+
+    it("unknown format version", async () => {
+      const dir = await damaged(async (d) => {
+        const f = path.join(d, "manifest.json");
+        const m = JSON.parse(await readFile(f, "utf8"));
+        await writeFile(f, JSON.stringify({ ...m, formatVersion: 99 }));
+      });
+      await rejectsWith(dir, /format version 99 is not supported/);
+    });
+
+    it("truncated manifest", async () => {
+      const dir = await damaged((d) => truncate(path.join(d, "manifest.json"), 20));
+      await rejectsWith(dir, /manifest\.json is not valid JSON/);
+    });
+
+    it("a manifest that belongs to another version", async () => {
+      await assert.rejects(Segment.load(good, { expectVersion: "v000002" }), /manifest says version v000001, expected v000002/);
+    });
+  });
+});
