@@ -1,0 +1,136 @@
+/**
+ * `npm run eval`: dev.jsonl through the published index. Prints nDCG@10, Recall@10, Recall@50 and MRR for
+ * lexical-only (BM25F) and dense-only retrieval, searched with no filters (all categories, archived
+ * included, as the eval README prescribes), and writes results/eval.json.
+ *
+ * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on the same slice of
+ * N repositories (every judged repository plus a seeded random fill), because the teacher is far too slow
+ * to embed the whole dataset (see README, "Embedders").
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { cpus } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { loadConfig, projectRoot } from "../src/config/config.js";
+import { openSource, readDataset } from "../src/dataset/reader.js";
+import type { RepoRecord } from "../src/dataset/record.js";
+import { loadQueryEmbedder } from "../src/embed/factory.js";
+import { EmbedPool } from "../src/embed/pool.js";
+import type { Embedder } from "../src/embed/types.js";
+import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from "../src/eval/metrics.js";
+import { embeddingText } from "../src/indexer/doc-text.js";
+import { embeddedStoreFromConfig } from "../src/store/embedded/store.js";
+
+const { values } = parseArgs({
+  options: { "data-dir": { type: "string" }, queries: { type: "string" }, "teacher-slice": { type: "string" } },
+});
+const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}) });
+const queriesFile = values.queries ?? path.resolve(projectRoot, "..", "shared", "eval", "dev.jsonl");
+
+interface Row {
+  method: string;
+  metrics: QueryMetrics;
+  p50Ms: number;
+  queries: number;
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
+}
+
+function printTable(title: string, rows: Row[]): void {
+  console.log(`\n${title}\n| method | nDCG@10 | Recall@10 | Recall@50 | MRR | p50 ms |\n|---|---|---|---|---|---|`);
+  for (const r of rows) {
+    const m = r.metrics;
+    console.log(`| ${r.method} | ${m.ndcg10.toFixed(3)} | ${m.recall10.toFixed(3)} | ${m.recall50.toFixed(3)} | ${m.mrr.toFixed(3)} | ${r.p50Ms.toFixed(2)} |`);
+  }
+}
+
+/** Brute-force dense ranking over a small in-memory slice. */
+async function sliceEval(name: string, embedder: Embedder, slice: RepoRecord[], queries: { query: string; rel: Set<string> }[]): Promise<Row> {
+  const docVecs = await embedder.embed(slice.map((r) => embeddingText(r)));
+  const qVecs = await embedder.embed(queries.map((q) => q.query));
+  const per: QueryMetrics[] = [];
+  for (let qi = 0; qi < queries.length; qi++) {
+    const q = qVecs[qi]!;
+    const scored = docVecs.map((d, i) => {
+      let s = 0;
+      for (let j = 0; j < d.length; j++) s += d[j]! * q[j]!;
+      return [s, i] as const;
+    });
+    scored.sort((a, b) => b[0] - a[0]);
+    per.push(scoreRanking(scored.slice(0, 50).map(([, i]) => slice[i]!.key), queries[qi]!.rel));
+  }
+  return { method: name, metrics: meanMetrics(per), p50Ms: 0, queries: queries.length };
+}
+
+async function main(): Promise<void> {
+  const store = await embeddedStoreFromConfig(config);
+  const info = await store.info();
+  if (!info.version || !info.embedderId) throw new Error(`no published index in ${config.dataDir}: run \`npm start\` or \`npx reposearch index\` first`);
+  const all = await loadEvalQueries(queriesFile);
+  // Only judged repositories present in the index count (eval README).
+  const present = new Set<string>();
+  const judged = [...new Set(all.flatMap((q) => q.relevant))];
+  const { pointIdFor } = await import("../src/common/hash.js");
+  const payloads = await store.retrieve(judged.map((k) => pointIdFor(k)));
+  payloads.forEach((p, i) => p && present.add(judged[i]!));
+  const queries = all.map((q) => ({ ...q, rel: new Set(q.relevant.filter((k) => present.has(k))) })).filter((q) => q.rel.size > 0);
+
+  const embedder = await loadQueryEmbedder(config, info.embedderId);
+  const rows: Row[] = [];
+  for (const method of ["lexical", "dense"] as const) {
+    const per: QueryMetrics[] = [];
+    const times: number[] = [];
+    for (const q of queries) {
+      const t0 = process.hrtime.bigint();
+      const hits =
+        method === "lexical"
+          ? await store.lexicalSearch({ text: q.query, limit: 50 })
+          : await store.denseSearch({ vector: (await embedder.embed([q.query]))[0]!, limit: 50 });
+      times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      per.push(scoreRanking(hits.map((h) => h.payload.key), q.rel));
+    }
+    rows.push({ method: `${method}-only`, metrics: meanMetrics(per), p50Ms: pct(times, 50), queries: queries.length });
+  }
+  printTable(`dev.jsonl on ${info.count.toLocaleString("en-US")} repositories (index ${info.version}, ${info.embedderId}); ${queries.length} queries with judged repositories in the index`, rows);
+
+  let sliceRows: Row[] = [];
+  const sliceSize = values["teacher-slice"] ? Number(values["teacher-slice"]) : 0;
+  if (sliceSize > 0) {
+    const records: RepoRecord[] = [];
+    for await (const it of readDataset(await openSource(config.dataset!))) if (it.kind === "record") records.push(it.record);
+    const rel = new Set(judged);
+    const slice = records.filter((r) => rel.has(r.key));
+    const rest = records.filter((r) => !rel.has(r.key));
+    let seed = 42;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 1) / 0x80000000;
+    const picked = new Set<number>();
+    while (slice.length < sliceSize && picked.size < rest.length) {
+      const i = Math.floor(rnd() * rest.length);
+      if (!picked.has(i)) {
+        picked.add(i);
+        slice.push(rest[i]!);
+      }
+    }
+    const keys = new Set(slice.map((r) => r.key));
+    const sq = all.map((q) => ({ query: q.query, rel: new Set(q.relevant.filter((k) => keys.has(k))) })).filter((q) => q.rel.size > 0);
+    sliceRows.push(await sliceEval(`dense ${embedder.id}`, embedder, slice, sq));
+    const teacher = await EmbedPool.create({ kind: "use-lite" }, { workers: cpus().length, batchSize: 32 });
+    sliceRows.push(await sliceEval(`dense ${teacher.id} (teacher)`, teacher, slice, sq));
+    await teacher.close();
+    printTable(`same-slice comparison: ${slice.length} repositories (all judged ones + seeded random fill), ${sq.length} queries`, sliceRows);
+  }
+  await embedder.close();
+  await store.close();
+
+  const result = { benchmark: "eval", date: new Date().toISOString(), index: info, queriesFile, full: rows, teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null };
+  await mkdir(path.join(projectRoot, "results"), { recursive: true });
+  await writeFile(path.join(projectRoot, "results", "eval.json"), JSON.stringify(result, null, 2) + "\n");
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});

@@ -1,0 +1,146 @@
+import { ReposearchError, ErrorCode } from "../common/errors.js";
+import { logger } from "../common/logger.js";
+import type { Config } from "../config/config.js";
+import { loadQueryEmbedder } from "../embed/factory.js";
+import { parseShard, runIndex, type IndexReport } from "../indexer/indexer.js";
+import { Progress } from "../indexer/progress.js";
+import { embeddedStoreFromConfig } from "../store/embedded/store.js";
+import type { ScoredPoint } from "../store/types.js";
+import type { Command } from "./main.js";
+
+function positiveInt(flag: string, v: string | boolean | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== "string" || !Number.isInteger(n) || n < 1) {
+    throw new ReposearchError(ErrorCode.ValidationError, `--${flag} must be a positive integer (got ${JSON.stringify(v)})`);
+  }
+  return n;
+}
+
+async function buildIndex(config: Config, opts: { limit?: number | undefined; shard?: string | undefined; retrain?: boolean }): Promise<IndexReport> {
+  if (!config.dataset) {
+    throw new ReposearchError(ErrorCode.ValidationError, "no dataset: pass --dataset PATH_OR_URL or set DATASET (the default ../shared/data/repos.jsonl.gz does not exist)");
+  }
+  const store = await embeddedStoreFromConfig(config);
+  try {
+    return await runIndex({
+      config,
+      store,
+      dataset: config.dataset,
+      limit: opts.limit,
+      shard: opts.shard ? parseShard(opts.shard) : null,
+      retrainEmbedder: opts.retrain,
+      logger: logger.child({ component: "indexer" }),
+      progress: new Progress({ logger: logger.child({ component: "indexer" }), stream: process.stderr, intervalMs: config.indexer.progressIntervalMs }),
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+function printReport(r: IndexReport): void {
+  const lines = [
+    `dataset        ${r.dataset}${r.shard ? ` (shard ${r.shard})` : ""}`,
+    `records        ${r.valid} valid, ${r.rejected} rejected, ${r.duplicates} duplicates, ${r.inSlice} in this slice`,
+    `changes        ${r.embedded} embedded, ${r.unchanged} unchanged, ${r.deleted} deleted`,
+    `version        ${r.version ?? "(none)"}${r.published ? " (published)" : " (nothing to publish)"}`,
+    `embedder       ${r.embedderId}`,
+    `time           ${Object.entries(r.seconds).map(([k, v]) => `${k} ${v.toFixed(1)}s`).join(", ")}`,
+    `report         ${r.reportFile}`,
+  ];
+  if (r.rejected) {
+    lines.push(`rejected lines (first ${Math.min(10, r.rejects.length)} of ${r.rejected}; all kept lines are in the report):`);
+    for (const x of r.rejects.slice(0, 10)) lines.push(`  line ${x.line}: ${x.reason}`);
+  }
+  console.log(lines.join("\n"));
+}
+
+function printHits(hits: readonly ScoredPoint[]): void {
+  hits.forEach((h, i) => {
+    const p = h.payload;
+    console.log(`${String(i + 1).padStart(2)}. ${p.name}  ★${p.stars ?? "?"}  [${p.category ?? "uncategorized"}]  ${h.score.toFixed(4)}`);
+    if (p.description) console.log(`    ${p.description.slice(0, 140)}`);
+  });
+}
+
+export const commands: Record<string, Command> = {
+  index: {
+    summary: "build or update the index from a JSONL dataset (incremental, resumable, shardable)",
+    usage: "reposearch index [--dataset PATH_OR_URL] [--data-dir DIR] [--limit N] [--shard I/N] [--retrain-embedder]",
+    options: {
+      dataset: { type: "string" },
+      limit: { type: "string" },
+      shard: { type: "string" },
+      "retrain-embedder": { type: "boolean" },
+    },
+    async run({ config, values }) {
+      const report = await buildIndex(config, {
+        limit: positiveInt("limit", values.limit),
+        shard: values.shard as string | undefined,
+        retrain: Boolean(values["retrain-embedder"]),
+      });
+      printReport(report);
+      return 0;
+    },
+  },
+  info: {
+    summary: "show the published index version, size, embedder and age",
+    usage: "reposearch info [--data-dir DIR]",
+    options: {},
+    async run({ config }) {
+      const store = await embeddedStoreFromConfig(config);
+      try {
+        const info = await store.info();
+        const ageS = info.publishedAt ? Math.round((Date.now() - Date.parse(info.publishedAt)) / 1000) : null;
+        console.log(JSON.stringify({ dataDir: config.dataDir, ...info, ageSeconds: ageS }, null, 2));
+        return info.version ? 0 : 1;
+      } finally {
+        await store.close();
+      }
+    },
+  },
+  search: {
+    summary: "query the local index from the terminal (dense or lexical; a debugging aid, not the API)",
+    usage: 'reposearch search "QUERY" [--data-dir DIR] [--limit N] [--mode dense|lexical]',
+    options: { limit: { type: "string" }, mode: { type: "string" } },
+    allowPositionals: true,
+    async run({ config, values, positionals }) {
+      const text = positionals.join(" ").trim();
+      if (!text) throw new ReposearchError(ErrorCode.ValidationError, "a query is required");
+      const limit = positiveInt("limit", values.limit) ?? 10;
+      const mode = (values.mode as string | undefined) ?? "dense";
+      if (mode !== "dense" && mode !== "lexical") throw new ReposearchError(ErrorCode.ValidationError, "--mode must be dense or lexical");
+      const store = await embeddedStoreFromConfig(config);
+      try {
+        const info = await store.info();
+        if (!info.version || !info.embedderId) throw new ReposearchError(ErrorCode.Unavailable, `no published index in ${config.dataDir}: run \`reposearch index\` first`);
+        if (mode === "lexical") {
+          printHits(await store.lexicalSearch({ text, limit }));
+        } else {
+          const embedder = await loadQueryEmbedder(config, info.embedderId);
+          const [vector] = await embedder.embed([text]);
+          printHits(await store.denseSearch({ vector: vector!, limit }));
+          await embedder.close();
+        }
+        return 0;
+      } finally {
+        await store.close();
+      }
+    },
+  },
+  start: {
+    summary: "the main job on the embedded default: build the index when none is published, then report it",
+    usage: "reposearch start [--data-dir DIR] [--dataset PATH_OR_URL]",
+    options: { dataset: { type: "string" } },
+    async run({ config }) {
+      const store = await embeddedStoreFromConfig(config);
+      const info = await store.info();
+      await store.close();
+      if (!info.version) {
+        logger.info("no published index; building one", { dataDir: config.dataDir, dataset: config.dataset });
+        printReport(await buildIndex(config, {}));
+      }
+      return commands.info!.run({ config, values: {}, positionals: [] });
+    },
+  },
+};

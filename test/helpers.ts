@@ -1,0 +1,85 @@
+/** Shared helpers for integration tests: real datasets sliced from the shared data, real CLI processes. */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createReadStream, existsSync } from "node:fs";
+import { cp, mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { createGunzip } from "node:zlib";
+import { defaultDatasetPath, projectRoot } from "../src/config/config.js";
+
+export const CLI = path.join(projectRoot, "bin", "reposearch.js");
+
+export function sharedDataset(): string {
+  const p = process.env.DATASET || defaultDatasetPath();
+  if (!p || !existsSync(p)) throw new Error("integration tests need the dataset: set DATASET or provide ../shared/data/repos.jsonl.gz");
+  return p;
+}
+
+/** The first `n` raw lines of the shared dataset, parsed. */
+export async function datasetLines(n: number, skip = 0): Promise<Record<string, unknown>[]> {
+  const rl = createInterface({ input: createReadStream(sharedDataset()).pipe(createGunzip()), crlfDelay: Infinity });
+  const out: Record<string, unknown>[] = [];
+  let i = 0;
+  for await (const line of rl) {
+    if (i++ < skip) continue;
+    out.push(JSON.parse(line) as Record<string, unknown>);
+    if (out.length >= n) break;
+  }
+  rl.close();
+  return out;
+}
+
+export async function tempDir(prefix: string): Promise<string> {
+  return mkdtemp(path.join(tmpdir(), `reposearch-${prefix}-`));
+}
+
+export async function writeJsonl(file: string, rows: readonly (Record<string, unknown> | string)[]): Promise<string> {
+  await writeFile(file, rows.map((r) => (typeof r === "string" ? r : JSON.stringify(r))).join("\n") + "\n");
+  return file;
+}
+
+/** Environment for test builds: a small static vocabulary keeps distillation to a few seconds. */
+export function testEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, LOG_LEVEL: "info", STATIC_VOCAB_SIZE: "2000", EMBED_WORKERS: "2", PROGRESS_INTERVAL_MS: "100", ...extra };
+}
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export function startCli(args: readonly string[], env: NodeJS.ProcessEnv): { child: ChildProcess; done: Promise<CliResult> } {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<CliResult>((resolve) => child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return { child, done };
+}
+
+export async function runCli(args: readonly string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  return startCli(args, env).done;
+}
+
+/** Copies a data dir's distilled static model into another, so each test does not distil again. */
+export async function shareModel(fromDataDir: string, toDataDir: string): Promise<void> {
+  await cp(path.join(fromDataDir, "models"), path.join(toDataDir, "models"), { recursive: true });
+}
+
+/** The JSON log lines a CLI process wrote to stderr. */
+export function logLines(stderr: string): Record<string, unknown>[] {
+  return stderr
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+export function lastReport(stderr: string): Record<string, unknown> {
+  const r = logLines(stderr).filter((l) => l.msg === "index run finished").pop();
+  if (!r) throw new Error(`no index report in output:\n${stderr.slice(-3000)}`);
+  return r;
+}
