@@ -95,7 +95,7 @@ export function planDense(data: DenseData, allowCount: number | null, opts: Dens
   // seen). A filtered walk then circles among them; an unfiltered search for k + excluded rows, with the
   // excluded ones dropped afterwards, finds the true top k of the rest.
   const excluded = data.count - rows;
-  if (excluded <= SMALL_EXCLUSION) return { kind: "hnsw-postfilter", k: opts.k + excluded, ef: Math.max(base, opts.k + excluded), selectivity };
+  if (excluded <= SMALL_EXCLUSION) return { kind: "hnsw-postfilter", k: opts.k + excluded, ef: base + 3 * (opts.k + excluded), selectivity };
   const ef = filteredEf(base, selectivity);
   const rowCost = rows >= QUANTIZED_SCAN_MIN_ROWS && quantized.has(data.vectors) ? QUANTIZED_SCAN_COST : 1;
   if (rows * rowCost <= (WALK_COST * ef) / selectivity) return { kind: "exact", rows };
@@ -147,12 +147,7 @@ export function exactSearch(data: DenseData, query: Float32Array, k: number, all
       }
     }
   }
-  const hits: Hit[] = new Array(heap.size);
-  for (let i = heap.size - 1; i >= 0; i--) {
-    hits[i] = { idx: heap.topId(), score: heap.topScore() };
-    heap.pop();
-  }
-  return hits;
+  return heap.drainHits();
 }
 
 function validate(data: DenseData, query: Float32Array, allow: Bitset | null, k: number): void {
@@ -231,12 +226,7 @@ export function boundedScan(data: DenseData, q8: BoundedInt8Rows, query: Float32
     const r = scratchRows[i]!;
     heap.offer(r, dot(query, 0, vectors, r * dims, dims), k);
   }
-  const hits: Hit[] = new Array(heap.size);
-  for (let i = heap.size - 1; i >= 0; i--) {
-    hits[i] = { idx: heap.topId(), score: heap.topScore() };
-    heap.pop();
-  }
-  return hits;
+  return heap.drainHits();
 }
 
 function growScratch(): void {

@@ -6,6 +6,8 @@
  * Min-heap on score; among equal scores the higher row is "smaller", so as a bounded top-k the
  * root is always the entry to evict first and ties resolve to the lower row (deterministic).
  */
+import type { Hit } from "./types.js";
+
 export class MinHeap {
   ids: Int32Array;
   scores: Float64Array;
@@ -88,6 +90,16 @@ export class MinHeap {
       this.pop();
     }
     return n;
+  }
+
+  /** Empties the heap into hits, best (highest score) first. */
+  drainHits(): Hit[] {
+    const hits: Hit[] = new Array(this.size);
+    for (let i = this.size - 1; i >= 0; i--) {
+      hits[i] = { idx: this.ids[0]!, score: this.scores[0]! };
+      this.pop();
+    }
+    return hits;
   }
 
   private grow(): void {

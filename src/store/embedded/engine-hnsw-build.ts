@@ -11,6 +11,7 @@
  *
  * All state lives in typed arrays that can sit on SharedArrayBuffers for worker threads.
  */
+import { seededRandom } from "../../common/random.js";
 import { MaxHeap, MinHeap } from "./engine-heap.js";
 import { dot, dotInt8, quantizeInt8 } from "./engine-vec.js";
 
@@ -63,16 +64,6 @@ export interface BuildState {
   readonly planSims: Float32Array;
 }
 
-/** Deterministic PRNG (mulberry32): uniform in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function createBuildState(vectors: Float32Array, dims: number, count: number, o: BuildOptions): BuildState {
   type Ctor<T> = new (buf: ArrayBuffer | SharedArrayBuffer) => T;
@@ -81,7 +72,7 @@ export function createBuildState(vectors: Float32Array, dims: number, count: num
   const m = o.m;
   const m0 = 2 * m;
   // Levels up front (mL = 1/ln m), so upper-layer storage is allocated exactly once.
-  const rng = mulberry32(o.seed);
+  const rng = seededRandom(o.seed);
   const mL = 1 / Math.log(m);
   const levels = alloc(Uint8Array, count);
   const upperBase = alloc(Int32Array, count).fill(-1);

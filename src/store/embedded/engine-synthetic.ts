@@ -4,16 +4,9 @@
  * embeddings rather than uniform noise.
  */
 
-/** Deterministic PRNG (mulberry32): uniform in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from "../../common/random.js";
+
+export { seededRandom };
 
 /** Standard normal samples (Box–Muller) from a uniform source. */
 export function gaussian(rand: () => number): () => number {

@@ -1,3 +1,4 @@
+import { seededRandom } from "../../common/random.js";
 import assert from "node:assert/strict";
 import { isAscii } from "node:buffer";
 import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from "node:fs/promises";
@@ -12,15 +13,7 @@ import { IndexFormatError, Segment, SEGMENT_FILES } from "./segment.js";
 
 const DIMS = 16;
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 function payload(i: number): RepoPayload {
   const key = `owner${i % 7}/repo-${i}`;

@@ -1,3 +1,4 @@
+import { seededRandom } from "../../common/random.js";
 import assert from "node:assert/strict";
 import { mkdtemp, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -15,15 +16,7 @@ import { EmbeddedStore, embeddedStoreFromConfig, type EmbeddedStoreOptions } fro
 const DIMS = 16;
 const EMB = "test:16";
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 function point(i: number): Point {
   const r = rng(i + 1);

@@ -1,3 +1,4 @@
+import { seededRandom } from "../../common/random.js";
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -13,15 +14,7 @@ import { decodeChunk, encodeChunk } from "./writer.js";
 const DIMS = 16;
 const EMB = "test:16";
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 function point(i: number, opts: { dims?: number; hash?: string } = {}): Point {
   const dims = opts.dims ?? DIMS;
