@@ -566,7 +566,7 @@ export function stripMarkup(text: string): string {
   s = s.replace(/^[ \t]*(?:#{1,6}|>+|[-*+]|\d+\.)[ \t]+/gm, "");
   s = s.replace(/^[ \t]*[-=*_|: \t]{3,}$/gm, " ");
   s = s.replace(/\*\*|__|~~|`+|\|/g, " ");
-  s = s.replace(/&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z]{2,8}));/g, (all, dec, hex, name) => {
+  s = s.replace(/&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z]{2,8}));/g, (_all, dec, hex, name) => {
     if (name !== undefined) return ENTITIES[name.toLowerCase()] ?? " ";
     const cp = dec !== undefined ? Number.parseInt(dec, 10) : Number.parseInt(hex, 16);
     return cp > 0 && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff) ? String.fromCodePoint(cp) : " ";
