@@ -257,6 +257,41 @@ class SortedValues {
   }
 }
 
+/**
+ * One pass over a scalar field: rows that are null, missing (empty), or hold a value of the field's
+ * type, plus the sorted keys for range lookups. `sortKey` returns the key, null for a value of the right
+ * type without one, or undefined for a value of another type — then the field is not indexable (null).
+ */
+function scanScalar(
+  payloads: readonly unknown[],
+  key: string,
+  sortKey: (v: unknown) => number | null | undefined,
+): { nullRows: Bitset; emptyRows: Bitset; valueRows: Bitset; sorted: SortedValues } | null {
+  const n = payloads.length;
+  const nullRows = new Bitset(n);
+  const emptyRows = new Bitset(n);
+  const valueRows = new Bitset(n);
+  const vals: number[] = [];
+  const rows: number[] = [];
+  for (let r = 0; r < n; r++) {
+    const v = valueOf(payloads[r], key);
+    if (v === undefined) emptyRows.set(r);
+    else if (v === null) {
+      nullRows.set(r);
+      emptyRows.set(r);
+    } else {
+      const k = sortKey(v);
+      if (k === undefined) return null;
+      valueRows.set(r);
+      if (k !== null) {
+        vals.push(k);
+        rows.push(r);
+      }
+    }
+  }
+  return { nullRows, emptyRows, valueRows, sorted: SortedValues.from(vals, rows) };
+}
+
 /** Scalar numeric field (integer in RepoPayload; any finite number works). */
 export class NumberIndex extends BaseIndex {
   readonly type = "integer" as const;
@@ -272,25 +307,8 @@ export class NumberIndex extends BaseIndex {
   }
 
   static build(payloads: readonly unknown[], key: string): NumberIndex | null {
-    const n = payloads.length;
-    const nullRows = new Bitset(n);
-    const emptyRows = new Bitset(n);
-    const valueRows = new Bitset(n);
-    const vals: number[] = [];
-    const rows: number[] = [];
-    for (let r = 0; r < n; r++) {
-      const v = valueOf(payloads[r], key);
-      if (typeof v === "number" && Number.isFinite(v)) {
-        vals.push(v);
-        rows.push(r);
-        valueRows.set(r);
-      } else if (v === undefined) emptyRows.set(r);
-      else if (v === null) {
-        nullRows.set(r);
-        emptyRows.set(r);
-      } else return null;
-    }
-    return new NumberIndex(n, nullRows, emptyRows, valueRows, SortedValues.from(vals, rows));
+    const s = scanScalar(payloads, key, (v) => (typeof v === "number" && Number.isFinite(v) ? v : undefined));
+    return s && new NumberIndex(payloads.length, s.nullRows, s.emptyRows, s.valueRows, s.sorted);
   }
 
   protected evalMatch(m: CMatch): Bitset {
@@ -325,28 +343,9 @@ export class DatetimeIndex extends BaseIndex {
   }
 
   static build(payloads: readonly unknown[], key: string): DatetimeIndex | null {
-    const n = payloads.length;
-    const nullRows = new Bitset(n);
-    const emptyRows = new Bitset(n);
-    const valueRows = new Bitset(n);
-    const vals: number[] = [];
-    const rows: number[] = [];
-    for (let r = 0; r < n; r++) {
-      const v = valueOf(payloads[r], key);
-      if (typeof v === "string") {
-        valueRows.set(r);
-        const ms = parseDatetimeMs(v);
-        if (ms !== null) {
-          vals.push(ms);
-          rows.push(r);
-        }
-      } else if (v === undefined) emptyRows.set(r);
-      else if (v === null) {
-        nullRows.set(r);
-        emptyRows.set(r);
-      } else return null;
-    }
-    return new DatetimeIndex(n, nullRows, emptyRows, valueRows, SortedValues.from(vals, rows));
+    // Every string is a value of the field; only parseable ones get a place in the range index.
+    const s = scanScalar(payloads, key, (v) => (typeof v === "string" ? parseDatetimeMs(v) : undefined));
+    return s && new DatetimeIndex(payloads.length, s.nullRows, s.emptyRows, s.valueRows, s.sorted);
   }
 
   protected evalMatch(): undefined {
