@@ -29,6 +29,8 @@ const optionalString = z
 
 export const EMBEDDER_KINDS = ["static", "use-lite", "onnx", "http"] as const;
 export type EmbedderKind = (typeof EMBEDDER_KINDS)[number];
+export const RERANKER_KINDS = ["off", "local", "onnx", "http"] as const;
+export type RerankerKind = (typeof RERANKER_KINDS)[number];
 
 /** Environment variable → config field. The README's configuration table mirrors this list. */
 const envSchema = z.object({
@@ -51,6 +53,33 @@ const envSchema = z.object({
   INDEX_KEEP_VERSIONS: int(1, 100).default(2),
   INDEX_CHECKPOINT_EVERY: int(16, 1_000_000).default(4096),
   PROGRESS_INTERVAL_MS: int(100, 3_600_000).default(10_000),
+  // Serving: the gRPC core and the REST facade.
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PORT: int(0, 65535).default(8080),
+  GRPC_PORT: int(0, 65535).default(50051),
+  CORE_ADDRESS: optionalString,
+  CORE_TIMEOUT_MS: int(1, 600_000).default(2_000),
+  INDEX_WATCH_INTERVAL_MS: int(100, 3_600_000).default(2_000),
+  SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+  // Rerank stage.
+  RERANKER: z.enum(RERANKER_KINDS).default("local"),
+  RERANK_MODEL_DIR: optionalString,
+  RERANK_HTTP_URL: optionalString,
+  RERANK_TIMEOUT_MS: int(1, 600_000).default(200),
+  // Gateway: ledger, cache, limits.
+  LEDGER_BACKEND: z.enum(["sqlite", "postgres"]).default("sqlite"),
+  LEDGER_SQLITE_PATH: optionalString,
+  DATABASE_URL: z.string().min(1).default("postgres://postgres@127.0.0.1:5432/test"),
+  CACHE_BACKEND: z.enum(["memory", "redis"]).default("memory"),
+  REDIS_URL: z.string().min(1).default("redis://127.0.0.1:6379"),
+  RATE_LIMIT_IP_PER_MINUTE: int(1, 1_000_000_000).default(30),
+  RATE_LIMIT_ACCOUNT_PER_MINUTE: int(1, 1_000_000_000).default(60),
+  RATE_LIMIT_FAIL_MODE: z.enum(["closed", "open"]).default("closed"),
+  RATE_LIMIT_FAIL_OPEN_PER_MINUTE: int(1, 1_000_000_000).default(600),
+  TRUSTED_PROXIES: optionalString,
+  MAX_BODY_BYTES: int(256, 10_000_000).default(16_384),
+  QUERY_CACHE_TTL_MS: int(0, 86_400_000).default(60_000),
+  QUERY_CACHE_SIZE: int(0, 10_000_000).default(10_000),
 });
 
 export interface Config {
@@ -85,6 +114,54 @@ export interface Config {
     readonly checkpointEvery: number;
     readonly progressIntervalMs: number;
   };
+  readonly server: {
+    /** Interface both servers bind to. */
+    readonly host: string;
+    /** REST port (0 = any free port). */
+    readonly port: number;
+    /** gRPC port (0 = any free port). */
+    readonly grpcPort: number;
+    /** Where the gateway reaches the core (`host:port`); defaults to this process's own core. */
+    readonly coreAddress: string;
+    /** Deadline the gateway sets on each core call. */
+    readonly coreTimeoutMs: number;
+    /** How often the core checks for a newly published index version. */
+    readonly indexWatchIntervalMs: number;
+    /** How long shutdown waits for in-flight requests before closing connections. */
+    readonly shutdownGraceMs: number;
+  };
+  readonly rerank: {
+    /** Which reranker the server enables; "off" disables the stage whatever requests ask. */
+    readonly kind: RerankerKind;
+    /** Cross-encoder directory (model.onnx + tokenizer.json) for kind "onnx". */
+    readonly modelDir: string | null;
+    /** text-embeddings-inference base URL for kind "http". */
+    readonly httpUrl: string | null;
+    /** Budget of the whole stage; on expiry the first-stage order stands (reranked: false). */
+    readonly timeoutMs: number;
+  };
+  readonly gateway: {
+    readonly ledgerBackend: "sqlite" | "postgres";
+    /** SQLite ledger file (default DATA_DIR/ledger.sqlite). */
+    readonly sqlitePath: string;
+    readonly databaseUrl: string;
+    /** Store of rate-limit counters and the query cache. */
+    readonly cacheBackend: "memory" | "redis";
+    readonly redisUrl: string;
+    readonly rateLimit: {
+      readonly ipPerMinute: number;
+      readonly accountPerMinute: number;
+      /** What happens when the limiter store is down: "closed" answers 503, "open" admits under a per-process cap. */
+      readonly failMode: "closed" | "open";
+      readonly failOpenPerMinute: number;
+    };
+    /** Proxy addresses or CIDRs whose X-Forwarded-For is trusted; empty means the socket address is the client. */
+    readonly trustedProxies: readonly string[];
+    readonly maxBodyBytes: number;
+    /** Query-cache entry lifetime; 0 disables the cache. */
+    readonly queryCacheTtlMs: number;
+    readonly queryCacheSize: number;
+  };
 }
 
 /** Default dataset: ../shared/data/repos.jsonl.gz beside the project, when it exists. */
@@ -113,10 +190,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   if (e.EMBEDDER === "onnx" && !e.ONNX_MODEL_DIR) problems.push("ONNX_MODEL_DIR: required when EMBEDDER=onnx");
   if (e.EMBEDDER === "http" && !e.EMBED_HTTP_URL) problems.push("EMBED_HTTP_URL: required when EMBEDDER=http");
   if (e.EMBED_HTTP_URL && !/^https?:\/\//.test(e.EMBED_HTTP_URL)) problems.push("EMBED_HTTP_URL: must be an http(s) URL");
+  if (e.RERANKER === "onnx" && !e.RERANK_MODEL_DIR) problems.push("RERANK_MODEL_DIR: required when RERANKER=onnx");
+  if (e.RERANKER === "http" && !e.RERANK_HTTP_URL) problems.push("RERANK_HTTP_URL: required when RERANKER=http");
+  if (e.RERANK_HTTP_URL && !/^https?:\/\//.test(e.RERANK_HTTP_URL)) problems.push("RERANK_HTTP_URL: must be an http(s) URL");
+  if (!/^redis(s)?:\/\//.test(e.REDIS_URL)) problems.push("REDIS_URL: must be a redis:// or rediss:// URL");
+  if (!/^postgres(ql)?:\/\//.test(e.DATABASE_URL)) problems.push("DATABASE_URL: must be a postgres:// URL");
   if (problems.length) throw new ConfigError(problems);
+  const dataDir = path.resolve(e.DATA_DIR);
 
   return {
-    dataDir: path.resolve(e.DATA_DIR),
+    dataDir,
     dataset: e.DATASET ?? defaultDatasetPath(),
     logLevel: e.LOG_LEVEL,
     embedder: {
@@ -140,6 +223,38 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     indexer: {
       checkpointEvery: e.INDEX_CHECKPOINT_EVERY,
       progressIntervalMs: e.PROGRESS_INTERVAL_MS,
+    },
+    server: {
+      host: e.HOST,
+      port: e.PORT,
+      grpcPort: e.GRPC_PORT,
+      coreAddress: e.CORE_ADDRESS ?? `${e.HOST.includes(":") ? `[${e.HOST}]` : e.HOST}:${e.GRPC_PORT}`,
+      coreTimeoutMs: e.CORE_TIMEOUT_MS,
+      indexWatchIntervalMs: e.INDEX_WATCH_INTERVAL_MS,
+      shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    },
+    rerank: {
+      kind: e.RERANKER,
+      modelDir: e.RERANK_MODEL_DIR,
+      httpUrl: e.RERANK_HTTP_URL,
+      timeoutMs: e.RERANK_TIMEOUT_MS,
+    },
+    gateway: {
+      ledgerBackend: e.LEDGER_BACKEND,
+      sqlitePath: e.LEDGER_SQLITE_PATH ? path.resolve(e.LEDGER_SQLITE_PATH) : path.join(dataDir, "ledger.sqlite"),
+      databaseUrl: e.DATABASE_URL,
+      cacheBackend: e.CACHE_BACKEND,
+      redisUrl: e.REDIS_URL,
+      rateLimit: {
+        ipPerMinute: e.RATE_LIMIT_IP_PER_MINUTE,
+        accountPerMinute: e.RATE_LIMIT_ACCOUNT_PER_MINUTE,
+        failMode: e.RATE_LIMIT_FAIL_MODE,
+        failOpenPerMinute: e.RATE_LIMIT_FAIL_OPEN_PER_MINUTE,
+      },
+      trustedProxies: (e.TRUSTED_PROXIES ?? "").split(",").map((x) => x.trim()).filter(Boolean),
+      maxBodyBytes: e.MAX_BODY_BYTES,
+      queryCacheTtlMs: e.QUERY_CACHE_TTL_MS,
+      queryCacheSize: e.QUERY_CACHE_SIZE,
     },
   };
 }
