@@ -7,6 +7,7 @@ import { Progress } from "../indexer/progress.js";
 import { embeddedStoreFromConfig } from "../store/embedded/store.js";
 import type { ScoredPoint } from "../store/types.js";
 import type { Command } from "./main.js";
+import { adminCommands } from "./admin-commands.js";
 
 function positiveInt(flag: string, v: string | boolean | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -143,4 +144,5 @@ export const commands: Record<string, Command> = {
       return commands.info!.run({ config, values: {}, positionals: [] });
     },
   },
+  ...adminCommands,
 };

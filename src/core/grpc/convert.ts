@@ -1,0 +1,566 @@
+/**
+ * The proto boundary of the core's gRPC API: loading proto/reposearch/v1/search.proto, and pure
+ * conversions between proto-loader objects and the TS types of src/core/types.ts, plus the error
+ * ⇄ status mapping that lets a client rebuild the server's ReposearchError.
+ *
+ * proto-loader options (one set, used by server and client alike):
+ *   keepCase: false  → camelCase field names, identical to the TS/REST names;
+ *   longs: Number    → int64 arrives as a JS number (counts stay far below 2^53);
+ *   enums: String    → enum values by name;
+ *   defaults: false  → an unset field is absent from the object, which is how proto3 `optional`
+ *                      and message presence survive decoding;
+ *   arrays/objects   → repeated and map fields are always [] / {} (they have no presence anyway);
+ *   oneofs: true     → proto-loader adds `_field` markers for `optional` fields; ignored here.
+ * Decoded objects are treated as `unknown` and narrowed field by field.
+ */
+import path from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { protoPath as healthProtoPath } from "grpc-health-check";
+import { ErrorCode, ReposearchError, type ErrorDetail } from "../../common/errors.js";
+import { projectRoot } from "../../config/config.js";
+import type { Category } from "../../dataset/record.js";
+import { isCategory } from "../validate.js";
+import type {
+  AppliedFilters,
+  CategoryMode,
+  IndexStats,
+  MethodStats,
+  SearchFilters,
+  SearchMeta,
+  SearchRequest,
+  SearchResponse,
+  SearchResult,
+} from "../types.js";
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+/** Top-level proto folder; not compiled, so it is found from the project root, not from dist/. */
+export const PROTO_DIR = path.join(projectRoot, "proto");
+export const SEARCH_PROTO_FILE = "reposearch/v1/search.proto";
+export const SEARCH_SERVICE_NAME = "reposearch.v1.SearchService";
+export const HEALTH_SERVICE_NAME = "grpc.health.v1.Health";
+/** Folder that holds grpc-health-check's `health/v1/health.proto`. */
+const HEALTH_PROTO_DIR = path.resolve(path.dirname(healthProtoPath), "..", "..");
+
+export const PROTO_LOADER_OPTIONS: Readonly<protoLoader.Options> = {
+  keepCase: false,
+  longs: Number,
+  enums: String,
+  defaults: false,
+  arrays: true,
+  objects: true,
+  oneofs: true,
+};
+
+export interface LoadedProtos {
+  /** reposearch.v1 package definition (carries the file descriptors reflection serves). */
+  readonly searchPackage: protoLoader.PackageDefinition;
+  /** grpc.health.v1 package definition, loaded with the same options (client side and reflection). */
+  readonly healthPackage: protoLoader.PackageDefinition;
+  readonly searchService: protoLoader.ServiceDefinition;
+  readonly healthService: protoLoader.ServiceDefinition;
+  /**
+   * Both packages again with keepCase: true, only for server reflection: proto-loader renames fields
+   * in the descriptors it serves, and tools (grpcurl describe) should show the proto's snake_case names.
+   */
+  readonly reflectionPackage: protoLoader.PackageDefinition;
+}
+
+function serviceOf(pkg: protoLoader.PackageDefinition, name: string): protoLoader.ServiceDefinition {
+  const def = pkg[name];
+  // Message and enum definitions carry `format`; a service definition is a map of methods.
+  if (def === undefined || "format" in def) throw new Error(`proto: service ${name} not found`);
+  return def as protoLoader.ServiceDefinition;
+}
+
+let loaded: LoadedProtos | undefined;
+
+/** Parses the protos once per process (synchronous: it runs at start-up, before serving). */
+export function loadProtos(): LoadedProtos {
+  if (loaded) return loaded;
+  const searchPackage = protoLoader.loadSync(SEARCH_PROTO_FILE, { ...PROTO_LOADER_OPTIONS, includeDirs: [PROTO_DIR] });
+  const healthPackage = protoLoader.loadSync("health/v1/health.proto", { ...PROTO_LOADER_OPTIONS, includeDirs: [HEALTH_PROTO_DIR] });
+  const reflectionPackage = {
+    ...protoLoader.loadSync(SEARCH_PROTO_FILE, { ...PROTO_LOADER_OPTIONS, keepCase: true, includeDirs: [PROTO_DIR] }),
+    ...protoLoader.loadSync("health/v1/health.proto", { ...PROTO_LOADER_OPTIONS, keepCase: true, includeDirs: [HEALTH_PROTO_DIR] }),
+  };
+  loaded = {
+    reflectionPackage,
+    searchPackage,
+    healthPackage,
+    searchService: serviceOf(searchPackage, SEARCH_SERVICE_NAME),
+    healthService: serviceOf(healthPackage, HEALTH_SERVICE_NAME),
+  };
+  return loaded;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proto object shapes (what proto-loader serialises; camelCase, absent = unset)
+
+export interface ProtoFilters {
+  readonly minStars?: number;
+  readonly maxStars?: number;
+  readonly minForks?: number;
+  readonly maxForks?: number;
+  readonly language?: string;
+  readonly excludeRepos?: readonly string[];
+  readonly categories?: { readonly values: readonly string[] };
+  readonly topics?: { readonly values: readonly string[] };
+  readonly excludeArchived?: boolean;
+  readonly staleAfterMonths?: number;
+}
+
+export interface ProtoSearchRequest {
+  readonly query: string;
+  readonly limit?: number;
+  readonly includeTree?: boolean;
+  readonly filters?: ProtoFilters;
+  readonly rerank?: boolean;
+}
+
+export interface ProtoResult {
+  readonly url?: string;
+  readonly name: string;
+  readonly description?: string;
+  readonly score: number;
+  readonly language?: string;
+  readonly stars?: number;
+  readonly forks?: number;
+  readonly topics: readonly string[];
+  readonly pushedAt?: string;
+  readonly isArchived?: boolean;
+  readonly llmsUrl?: string;
+  readonly tree?: { readonly text?: string };
+  readonly evidence: readonly string[];
+}
+
+export type ProtoCategoryMode = "CATEGORY_MODE_DEFAULT" | "CATEGORY_MODE_EXPLICIT" | "CATEGORY_MODE_ALL";
+
+export interface ProtoAppliedFilters {
+  readonly categories: { readonly mode: ProtoCategoryMode; readonly values: readonly string[]; readonly includeUncategorized: boolean };
+  readonly excludeArchived: boolean;
+  readonly minStars?: number;
+  readonly maxStars?: number;
+  readonly minForks?: number;
+  readonly maxForks?: number;
+  readonly language?: string;
+  readonly excludeRepos: readonly string[];
+  readonly topics: readonly string[];
+  readonly staleAfterMonths?: number;
+}
+
+export interface ProtoMeta {
+  readonly total: number;
+  readonly timeMs: number;
+  readonly methods: Readonly<Record<string, MethodStats>>;
+  readonly appliedFilters: ProtoAppliedFilters;
+  readonly reranked?: boolean;
+  readonly rerankMs?: number;
+}
+
+export interface ProtoSearchResponse {
+  readonly query: string;
+  readonly results: readonly ProtoResult[];
+  readonly meta: ProtoMeta;
+}
+
+export interface ProtoIndexStats {
+  readonly version?: string;
+  readonly count: number;
+  readonly dims: number;
+  readonly embedderId?: string;
+  readonly publishedAt?: string;
+  readonly ageSeconds?: number;
+  readonly methods: readonly string[];
+  readonly rerankerId?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Narrowing decoded objects
+
+type Obj = Readonly<Record<string, unknown>>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Reads fields of one decoded message. A type mismatch cannot come out of protobufjs decoding, so it
+ * means a programming error (or a hand-built object); `code` decides how it is reported.
+ */
+class Reader {
+  constructor(
+    private readonly o: Obj,
+    private readonly at: string,
+    private readonly code: ErrorCode,
+  ) {}
+
+  static of(v: unknown, at: string, code: ErrorCode): Reader {
+    if (!isObj(v)) throw malformed(code, at, "a message");
+    return new Reader(v, at, code);
+  }
+
+  private has(k: string): boolean {
+    return this.o[k] !== undefined && this.o[k] !== null;
+  }
+  private bad(k: string, expected: string): ReposearchError {
+    return malformed(this.code, this.at ? `${this.at}.${k}` : k, expected);
+  }
+
+  optString(k: string): string | undefined {
+    if (!this.has(k)) return undefined;
+    const v = this.o[k];
+    if (typeof v !== "string") throw this.bad(k, "a string");
+    return v;
+  }
+  optNumber(k: string): number | undefined {
+    if (!this.has(k)) return undefined;
+    const v = this.o[k];
+    if (typeof v !== "number") throw this.bad(k, "a number");
+    return v;
+  }
+  optBool(k: string): boolean | undefined {
+    if (!this.has(k)) return undefined;
+    const v = this.o[k];
+    if (typeof v !== "boolean") throw this.bad(k, "a boolean");
+    return v;
+  }
+  /** Scalars without presence: absent means the proto3 zero value. */
+  string(k: string): string {
+    return this.optString(k) ?? "";
+  }
+  number(k: string): number {
+    return this.optNumber(k) ?? 0;
+  }
+  bool(k: string): boolean {
+    return this.optBool(k) ?? false;
+  }
+  strings(k: string): string[] {
+    if (!this.has(k)) return [];
+    const v = this.o[k];
+    if (!Array.isArray(v) || !v.every((x): x is string => typeof x === "string")) throw this.bad(k, "a list of strings");
+    return v;
+  }
+  list(k: string): unknown[] {
+    if (!this.has(k)) return [];
+    const v = this.o[k];
+    if (!Array.isArray(v)) throw this.bad(k, "a list");
+    return v;
+  }
+  optMessage(k: string): Reader | undefined {
+    if (!this.has(k)) return undefined;
+    return Reader.of(this.o[k], this.at ? `${this.at}.${k}` : k, this.code);
+  }
+  message(k: string): Reader {
+    const m = this.optMessage(k);
+    if (!m) throw this.bad(k, "a message (required)");
+    return m;
+  }
+  entries(k: string): [string, unknown][] {
+    if (!this.has(k)) return [];
+    const v = this.o[k];
+    if (!isObj(v)) throw this.bad(k, "a map");
+    return Object.entries(v);
+  }
+}
+
+function malformed(code: ErrorCode, at: string, expected: string): ReposearchError {
+  // The public message stays generic for INTERNAL; the field path goes to the cause (logs).
+  const where = `field ${at || "(root)"} is not ${expected}`;
+  return new ReposearchError(code, code === ErrorCode.Internal ? "malformed message from the search core" : `malformed request: ${where}`, {
+    cause: new Error(`malformed proto object: ${where}`),
+  });
+}
+
+/** Copies only the set keys, so proto-loader sees "unset" rather than `undefined`. */
+function defined<T extends object>(o: { [K in keyof T]: T[K] | undefined | null }): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined && v !== null) out[k] = v;
+  return out as T;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SearchRequest
+
+export function requestToProto(req: SearchRequest): ProtoSearchRequest {
+  const f = req.filters;
+  return defined<ProtoSearchRequest>({
+    query: req.query,
+    limit: req.limit,
+    includeTree: req.includeTree,
+    rerank: req.rerank,
+    filters:
+      f === undefined
+        ? undefined
+        : defined<ProtoFilters>({
+            minStars: f.minStars,
+            maxStars: f.maxStars,
+            minForks: f.minForks,
+            maxForks: f.maxForks,
+            language: f.language,
+            excludeRepos: f.excludeRepos,
+            categories: f.categories === undefined ? undefined : { values: f.categories },
+            topics: f.topics === undefined ? undefined : { values: f.topics },
+            excludeArchived: f.excludeArchived,
+            staleAfterMonths: f.staleAfterMonths,
+          }),
+  });
+}
+
+/**
+ * Decodes a request as received. Not validated: the server runs validateSearchRequest next, which
+ * also checks that `categories` holds taxonomy names (hence the unchecked Category cast here).
+ * An empty `excludeRepos` decodes as absent: proto3 repeated fields have no presence, and the two
+ * mean the same (nothing excluded).
+ */
+export function requestFromProto(obj: unknown): SearchRequest {
+  const r = Reader.of(obj, "", ErrorCode.ValidationError);
+  const fr = r.optMessage("filters");
+  let filters: SearchFilters | undefined;
+  if (fr) {
+    const excludeRepos = fr.strings("excludeRepos");
+    const categories = fr.optMessage("categories")?.strings("values");
+    filters = defined<SearchFilters>({
+      minStars: fr.optNumber("minStars"),
+      maxStars: fr.optNumber("maxStars"),
+      minForks: fr.optNumber("minForks"),
+      maxForks: fr.optNumber("maxForks"),
+      language: fr.optString("language"),
+      excludeRepos: excludeRepos.length > 0 ? excludeRepos : undefined,
+      categories: categories as readonly Category[] | undefined,
+      topics: fr.optMessage("topics")?.strings("values"),
+      excludeArchived: fr.optBool("excludeArchived"),
+      staleAfterMonths: fr.optNumber("staleAfterMonths"),
+    });
+  }
+  return defined<SearchRequest>({
+    query: r.string("query"),
+    limit: r.optNumber("limit"),
+    includeTree: r.optBool("includeTree"),
+    filters,
+    rerank: r.optBool("rerank"),
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// SearchResponse
+
+const MODE_TO_PROTO: Readonly<Record<CategoryMode, ProtoCategoryMode>> = {
+  default: "CATEGORY_MODE_DEFAULT",
+  explicit: "CATEGORY_MODE_EXPLICIT",
+  all: "CATEGORY_MODE_ALL",
+};
+const MODE_FROM_PROTO: ReadonlyMap<string, CategoryMode> = new Map(Object.entries(MODE_TO_PROTO).map(([k, v]) => [v, k as CategoryMode]));
+
+function resultToProto(r: SearchResult): ProtoResult {
+  return defined<ProtoResult>({
+    url: r.url,
+    name: r.name,
+    description: r.description,
+    score: r.score,
+    language: r.language,
+    stars: r.stars,
+    forks: r.forks,
+    topics: r.topics,
+    pushedAt: r.pushedAt,
+    isArchived: r.isArchived,
+    llmsUrl: r.llmsUrl,
+    // undefined → no Tree message (not requested); null → empty Tree (requested, none).
+    tree: r.tree === undefined ? undefined : r.tree === null ? {} : { text: r.tree },
+    evidence: r.evidence,
+  });
+}
+
+function appliedFiltersToProto(a: AppliedFilters): ProtoAppliedFilters {
+  return defined<ProtoAppliedFilters>({
+    categories: { mode: MODE_TO_PROTO[a.categories.mode], values: a.categories.values, includeUncategorized: a.categories.includeUncategorized },
+    excludeArchived: a.excludeArchived,
+    minStars: a.minStars,
+    maxStars: a.maxStars,
+    minForks: a.minForks,
+    maxForks: a.maxForks,
+    language: a.language,
+    excludeRepos: a.excludeRepos,
+    topics: a.topics,
+    staleAfterMonths: a.staleAfterMonths,
+  });
+}
+
+export function responseToProto(res: SearchResponse): ProtoSearchResponse {
+  const m = res.meta;
+  return {
+    query: res.query,
+    results: res.results.map(resultToProto),
+    meta: defined<ProtoMeta>({
+      total: m.total,
+      timeMs: m.timeMs,
+      methods: Object.fromEntries(Object.entries(m.methods).map(([k, v]) => [k, { hits: v.hits, weight: v.weight }])),
+      appliedFilters: appliedFiltersToProto(m.appliedFilters),
+      reranked: m.reranked,
+      rerankMs: m.rerankMs,
+    }),
+  };
+}
+
+function categoriesFrom(r: Reader, k: string): Category[] {
+  const values = r.strings(k);
+  for (const v of values) if (!isCategory(v)) throw malformed(ErrorCode.Internal, k, `a category (got ${JSON.stringify(v)})`);
+  return values.filter(isCategory);
+}
+
+function resultFromProto(v: unknown, i: number): SearchResult {
+  const r = Reader.of(v, `results[${i}]`, ErrorCode.Internal);
+  const tree = r.optMessage("tree");
+  const out: SearchResult = {
+    url: r.optString("url") ?? null,
+    name: r.string("name"),
+    description: r.optString("description") ?? null,
+    score: r.number("score"),
+    language: r.optString("language") ?? null,
+    stars: r.optNumber("stars") ?? null,
+    forks: r.optNumber("forks") ?? null,
+    topics: r.strings("topics"),
+    pushedAt: r.optString("pushedAt") ?? null,
+    isArchived: r.optBool("isArchived") ?? null,
+    llmsUrl: r.optString("llmsUrl") ?? null,
+    evidence: r.strings("evidence"),
+  };
+  // The key is set only when tree was requested, so "not requested" stays distinguishable from null.
+  return tree === undefined ? out : { ...out, tree: tree.optString("text") ?? null };
+}
+
+function appliedFiltersFromProto(r: Reader): AppliedFilters {
+  const c = r.message("categories");
+  const modeName = c.string("mode");
+  const mode = MODE_FROM_PROTO.get(modeName);
+  if (mode === undefined) throw malformed(ErrorCode.Internal, "meta.appliedFilters.categories.mode", `a category mode (got ${JSON.stringify(modeName)})`);
+  return {
+    categories: { mode, values: categoriesFrom(c, "values"), includeUncategorized: c.bool("includeUncategorized") },
+    excludeArchived: r.bool("excludeArchived"),
+    minStars: r.optNumber("minStars") ?? null,
+    maxStars: r.optNumber("maxStars") ?? null,
+    minForks: r.optNumber("minForks") ?? null,
+    maxForks: r.optNumber("maxForks") ?? null,
+    language: r.optString("language") ?? null,
+    excludeRepos: r.strings("excludeRepos"),
+    topics: r.strings("topics"),
+    staleAfterMonths: r.optNumber("staleAfterMonths") ?? null,
+  };
+}
+
+export function responseFromProto(obj: unknown): SearchResponse {
+  const r = Reader.of(obj, "", ErrorCode.Internal);
+  const m = r.message("meta");
+  const methods: Record<string, MethodStats> = {};
+  for (const [k, v] of m.entries("methods")) {
+    const s = Reader.of(v, `meta.methods.${k}`, ErrorCode.Internal);
+    methods[k] = { hits: s.number("hits"), weight: s.number("weight") };
+  }
+  const meta: SearchMeta = defined<SearchMeta>({
+    total: m.number("total"),
+    timeMs: m.number("timeMs"),
+    methods,
+    appliedFilters: appliedFiltersFromProto(m.message("appliedFilters")),
+    reranked: m.optBool("reranked"),
+    rerankMs: m.optNumber("rerankMs"),
+  });
+  return { query: r.string("query"), results: r.list("results").map(resultFromProto), meta };
+}
+
+// ---------------------------------------------------------------------------------------------
+// IndexStats
+
+export function statsToProto(s: IndexStats): ProtoIndexStats {
+  return defined<ProtoIndexStats>({
+    version: s.version,
+    count: s.count,
+    dims: s.dims,
+    embedderId: s.embedderId,
+    publishedAt: s.publishedAt,
+    ageSeconds: s.ageSeconds,
+    methods: s.methods,
+    rerankerId: s.rerankerId,
+  });
+}
+
+export function statsFromProto(obj: unknown): IndexStats {
+  const r = Reader.of(obj, "", ErrorCode.Internal);
+  return {
+    version: r.optString("version") ?? null,
+    count: r.number("count"),
+    dims: r.number("dims"),
+    embedderId: r.optString("embedderId") ?? null,
+    publishedAt: r.optString("publishedAt") ?? null,
+    ageSeconds: r.optNumber("ageSeconds") ?? null,
+    methods: r.strings("methods"),
+    rerankerId: r.optString("rerankerId") ?? null,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors ⇄ gRPC status
+
+/** Trailer carrying the ErrorCode name, so a client gets the exact code back (not just the gRPC status). */
+export const ERROR_CODE_TRAILER = "reposearch-error-code";
+/** Binary trailer (`-bin`: any bytes allowed) carrying the ErrorDetail[] as UTF-8 JSON. */
+export const ERROR_DETAILS_TRAILER = "reposearch-error-details-bin";
+
+const ERROR_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
+function isErrorCode(v: unknown): v is ErrorCode {
+  return typeof v === "string" && ERROR_CODES.has(v);
+}
+
+/** The status object a grpc-js handler passes to its callback: public message only, code in trailers. */
+export function errorToStatus(err: ReposearchError): { code: grpc.status; details: string; metadata: grpc.Metadata } {
+  const metadata = new grpc.Metadata();
+  metadata.set(ERROR_CODE_TRAILER, err.code);
+  if (err.details && err.details.length > 0) metadata.set(ERROR_DETAILS_TRAILER, Buffer.from(JSON.stringify(err.details), "utf8"));
+  return { code: err.grpcStatus, details: err.message, metadata };
+}
+
+function detailsFrom(metadata: grpc.Metadata | undefined): ErrorDetail[] | undefined {
+  const raw = metadata?.get(ERROR_DETAILS_TRAILER)[0];
+  if (raw === undefined) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(Buffer.isBuffer(raw) ? raw.toString("utf8") : raw);
+    if (!Array.isArray(parsed)) return undefined;
+    return parsed
+      .filter(isObj)
+      .map((d) => ({ path: String(d.path ?? ""), rule: String(d.rule ?? ""), message: String(d.message ?? "") }));
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a failed call looks like on the client (grpc.ServiceError, narrowed to what is used). */
+export interface StatusLike {
+  readonly code: number;
+  readonly details: string;
+  readonly metadata?: grpc.Metadata | undefined;
+}
+
+/**
+ * Rebuilds the server's ReposearchError from a failed call. With the trailer (the server answered),
+ * code, message and details come back unchanged. Without it the failure happened below the service
+ * (transport, proxy, grpc-js itself) and is mapped by status: UNAVAILABLE/CANCELLED → UNAVAILABLE
+ * (retryable), DEADLINE_EXCEEDED → DEADLINE_EXCEEDED, everything else → INTERNAL_ERROR.
+ * The original error is kept as `cause` for logs.
+ */
+export function errorFromStatus(err: StatusLike, cause: unknown = err): ReposearchError {
+  const code = err.metadata?.get(ERROR_CODE_TRAILER)[0];
+  if (isErrorCode(code)) {
+    const details = detailsFrom(err.metadata);
+    return new ReposearchError(code, err.details, details ? { details, cause } : { cause });
+  }
+  switch (err.code) {
+    case grpc.status.UNAVAILABLE:
+    case grpc.status.CANCELLED:
+      return new ReposearchError(ErrorCode.Unavailable, "search core unavailable", { cause });
+    case grpc.status.DEADLINE_EXCEEDED:
+      return new ReposearchError(ErrorCode.DeadlineExceeded, "search core deadline exceeded", { cause });
+    default:
+      return new ReposearchError(ErrorCode.Internal, "search core error", { cause });
+  }
+}

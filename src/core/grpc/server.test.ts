@@ -1,0 +1,600 @@
+/**
+ * The core's gRPC API end to end over loopback: a real grpc-js server (port 0) and the real
+ * CoreClient / raw grpc-js clients, with an in-test SearchCore that records what it received.
+ */
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { ConfigError, ErrorCode, ReposearchError } from "../../common/errors.js";
+import { Logger, setLogLevel, setLogSink } from "../../common/logger.js";
+import type { IndexStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "../types.js";
+import { CoreClient, checkCoreAddress, isRetryableCoreError } from "./client.js";
+import { HEALTH_SERVICE_NAME, PROTO_LOADER_OPTIONS, SEARCH_SERVICE_NAME, loadProtos, requestFromProto, requestToProto, responseFromProto, responseToProto } from "./convert.js";
+import { startGrpcServer, type GrpcServerHandle } from "./server.js";
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+
+const logLines: string[] = [];
+setLogSink((line) => logLines.push(line));
+setLogLevel("debug");
+const logger = new Logger({ test: "grpc" });
+
+type SearchImpl = (req: SearchRequest, opts: SearchOptions | undefined) => Promise<SearchResponse>;
+
+const baseResult: SearchResult = {
+  url: "https://codehost.example/a/b",
+  name: "a/b",
+  description: "A thing",
+  score: 1,
+  language: "Go",
+  stars: 120,
+  forks: 7,
+  topics: ["cli", "go"],
+  pushedAt: "2024-05-01T00:00:00Z",
+  isArchived: false,
+  llmsUrl: "https://a.example/llms.txt",
+  evidence: ["matched: cli tool"],
+};
+
+/** Echoes the request: records it, answers with `results` and the query it received. */
+class EchoCore implements SearchCore {
+  isReady = true;
+  received: SearchRequest[] = [];
+  signals: AbortSignal[] = [];
+  results: SearchResult[] = [baseResult];
+  metaExtra: { reranked?: boolean; rerankMs?: number } = {};
+  impl: SearchImpl | undefined;
+  statsValue: IndexStats = {
+    version: null,
+    count: 0,
+    dims: 0,
+    embedderId: null,
+    publishedAt: null,
+    ageSeconds: null,
+    methods: [],
+    rerankerId: null,
+  };
+
+  ready(): boolean {
+    return this.isReady;
+  }
+  async stats(): Promise<IndexStats> {
+    return this.statsValue;
+  }
+  async search(req: SearchRequest, opts?: SearchOptions): Promise<SearchResponse> {
+    this.received.push(req);
+    if (opts?.signal) this.signals.push(opts.signal);
+    if (this.impl) return this.impl(req, opts);
+    return {
+      query: req.query,
+      results: this.results,
+      meta: {
+        total: this.results.length,
+        timeMs: 1.25,
+        methods: { lexical: { hits: 3, weight: 0.4 }, dense: { hits: 0, weight: 0.6 } },
+        appliedFilters: {
+          categories: { mode: "default", values: ["library", "tool"], includeUncategorized: true },
+          excludeArchived: true,
+          minStars: null,
+          maxStars: 0,
+          minForks: 5,
+          maxForks: null,
+          language: null,
+          excludeRepos: [],
+          topics: ["x"],
+          staleAfterMonths: null,
+        },
+        ...this.metaExtra,
+      },
+    };
+  }
+}
+
+/** Resolves when the core's signal aborts; rejects with its reason (what a well-behaved core does). */
+const waitForAbort: SearchImpl = (_req, opts) =>
+  new Promise((_resolve, reject) => {
+    const signal = opts?.signal;
+    assert.ok(signal, "the server passes a signal");
+    signal.addEventListener("abort", () => reject(new Error("aborted by signal")), { once: true });
+  });
+
+async function expectError(p: Promise<unknown>): Promise<ReposearchError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof ReposearchError, `expected ReposearchError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail("expected the call to fail");
+}
+
+function grpcCodeOf(err: ReposearchError): number | undefined {
+  const cause = err.cause as Partial<grpc.ServiceError> | undefined;
+  return cause?.code;
+}
+
+async function waitUntil(cond: () => boolean, timeoutMs: number): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > until) return false;
+    await sleep(10);
+  }
+  return true;
+}
+
+async function start(core: SearchCore, extra: { shutdownGraceMs?: number; healthPollMs?: number } = {}): Promise<GrpcServerHandle> {
+  return startGrpcServer({ core, host: "127.0.0.1", port: 0, logger, shutdownGraceMs: extra.shutdownGraceMs ?? 5_000, healthPollMs: extra.healthPollMs ?? 60_000 });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("gRPC SearchService", () => {
+  const core = new EchoCore();
+  let server: GrpcServerHandle;
+  let client: CoreClient;
+
+  before(async () => {
+    server = await start(core);
+    server.setServing(true);
+    client = new CoreClient(server.address);
+  });
+  after(async () => {
+    client.close();
+    await server.shutdown();
+  });
+
+  it("binds a real port when asked for 0", () => {
+    assert.ok(server.port > 0);
+    assert.equal(server.address, `127.0.0.1:${server.port}`);
+  });
+
+  it("request presence survives the wire: absent vs set, [] vs values, false vs absent", async () => {
+    const cases: SearchRequest[] = [
+      { query: "q" },
+      { query: "q", limit: 10 },
+      { query: "q", limit: 1, includeTree: false, rerank: false },
+      { query: "q", includeTree: true, rerank: true },
+      { query: "q", filters: {} },
+      { query: "q", filters: { categories: [] } },
+      { query: "q", filters: { categories: ["library"] } },
+      { query: "q", filters: { categories: ["curated-list", "educational", "ai-ml"] } },
+      { query: "q", filters: { topics: ["cli"] } },
+      { query: "q", filters: { minStars: 0, maxStars: 0, minForks: 0, maxForks: 0, excludeArchived: false } },
+      {
+        query: "full  ✓ 😀",
+        limit: 50,
+        includeTree: true,
+        rerank: false,
+        filters: {
+          minStars: 10,
+          maxStars: 5_000_000_000,
+          minForks: 1,
+          maxForks: 2,
+          language: "TypeScript",
+          excludeRepos: ["a/b", "c/d"],
+          categories: ["tool"],
+          topics: ["x", "y"],
+          excludeArchived: true,
+          staleAfterMonths: 600,
+        },
+      },
+    ];
+    for (const req of cases) {
+      core.received = [];
+      const res = await client.search(req);
+      assert.deepEqual(core.received, [req], `core received ${JSON.stringify(core.received)} for ${JSON.stringify(req)}`);
+      assert.equal(res.query, req.query);
+    }
+    // A repeated field has no presence; empty and absent excludeRepos mean the same thing.
+    core.received = [];
+    await client.search({ query: "q", filters: { excludeRepos: [] } });
+    assert.deepEqual(core.received, [{ query: "q", filters: {} }]);
+  });
+
+  it("response presence survives the wire: tree undefined vs null vs text, nulls vs values, zeros", async () => {
+    const nulls: SearchResult = {
+      url: null,
+      name: "n/n",
+      description: null,
+      score: 0,
+      language: null,
+      stars: null,
+      forks: null,
+      topics: [],
+      pushedAt: null,
+      isArchived: null,
+      llmsUrl: null,
+      evidence: [],
+    };
+    core.results = [
+      baseResult,
+      { ...baseResult, name: "t/null", tree: null },
+      { ...baseResult, name: "t/text", tree: "src/\n  main.go\nREADME.md" },
+      { ...baseResult, name: "t/empty", tree: "" },
+      nulls,
+      { ...nulls, name: "z/z", stars: 0, forks: 0, isArchived: false, url: "", description: "" },
+    ];
+    try {
+      core.metaExtra = {};
+      const res = await client.search({ query: "q", includeTree: true });
+      assert.deepEqual(res.results, core.results);
+      assert.ok(!("tree" in res.results[0]), "tree not requested → key absent");
+      assert.equal(res.results[1].tree, null);
+      assert.equal(res.results[3].tree, "");
+      assert.ok(!("reranked" in res.meta) && !("rerankMs" in res.meta));
+      const expected = await core.search({ query: "q" });
+      assert.deepEqual(res.meta, expected.meta);
+
+      core.metaExtra = { reranked: false, rerankMs: 0 };
+      const ranFellBack = await client.search({ query: "q" });
+      assert.equal(ranFellBack.meta.reranked, false);
+      assert.equal(ranFellBack.meta.rerankMs, 0);
+
+      core.metaExtra = { reranked: true, rerankMs: 12.5 };
+      const ran = await client.search({ query: "q" });
+      assert.deepEqual([ran.meta.reranked, ran.meta.rerankMs], [true, 12.5]);
+    } finally {
+      core.results = [baseResult];
+      core.metaExtra = {};
+    }
+  });
+
+  it("applied-filter category modes map both ways", async () => {
+    for (const mode of ["default", "explicit", "all"] as const) {
+      const res = responseFromProto(
+        loadProtos().searchService.Search.responseDeserialize(
+          loadProtos().searchService.Search.responseSerialize(
+            responseToProto({
+              query: "q",
+              results: [],
+              meta: {
+                total: 0,
+                timeMs: 0,
+                methods: {},
+                appliedFilters: {
+                  categories: { mode, values: mode === "all" ? [] : ["data"], includeUncategorized: false },
+                  excludeArchived: false,
+                  minStars: 0,
+                  maxStars: null,
+                  minForks: null,
+                  maxForks: null,
+                  language: "go",
+                  excludeRepos: ["a/b"],
+                  topics: [],
+                  staleAfterMonths: 6,
+                },
+              },
+            }),
+          ),
+        ),
+      );
+      assert.equal(res.meta.appliedFilters.categories.mode, mode);
+      assert.equal(res.meta.appliedFilters.minStars, 0);
+      assert.equal(res.meta.appliedFilters.maxStars, null);
+      assert.equal(res.meta.appliedFilters.staleAfterMonths, 6);
+    }
+    // An unknown mode is a malformed response, reported as INTERNAL (never passed on half-read).
+    const err = await expectError(
+      Promise.resolve().then(() =>
+        responseFromProto({ query: "q", results: [], meta: { appliedFilters: { categories: { mode: "CATEGORY_MODE_UNSPECIFIED" } } } }),
+      ),
+    );
+    assert.equal(err.code, ErrorCode.Internal);
+  });
+
+  it("requestToProto/requestFromProto are inverse for every presence case", () => {
+    const def = loadProtos().searchService.Search;
+    const req: SearchRequest = { query: "q", limit: 0, filters: { categories: [], topics: [], staleAfterMonths: 0 } };
+    assert.deepEqual(requestFromProto(def.requestDeserialize(def.requestSerialize(requestToProto(req)))), req);
+  });
+
+  it("GetIndexStats round-trips nulls and values", async () => {
+    assert.deepEqual(await client.stats(), core.statsValue);
+    const full: IndexStats = {
+      version: "v-20240501",
+      count: 56_123,
+      dims: 128,
+      embedderId: "static-128",
+      publishedAt: "2024-05-01T00:00:00.000Z",
+      ageSeconds: 0,
+      methods: ["lexical", "dense"],
+      rerankerId: "local",
+    };
+    core.statsValue = full;
+    assert.deepEqual(await client.stats(), full);
+  });
+
+  it("validation errors → INVALID_ARGUMENT, code and details rebuilt by the client; the core is not called", async () => {
+    core.received = [];
+    const err = await expectError(client.search({ query: "", limit: 99, filters: { topics: [], categories: ["nope" as "library"], excludeRepos: ["bad"] } }));
+    assert.equal(err.code, ErrorCode.ValidationError);
+    assert.equal(grpcCodeOf(err), grpc.status.INVALID_ARGUMENT);
+    assert.match(err.message, /^invalid search request: query must not be empty/);
+    assert.deepEqual(
+      err.details?.map((d) => `${d.path}:${d.rule}`),
+      ["query:minLength", "limit:maximum", "filters.excludeRepos[0]:pattern", "filters.categories[0]:enum", "filters.topics:minItems"],
+    );
+    assert.deepEqual(err.toJSON().error.status, 400);
+    assert.deepEqual(core.received, []);
+    // A negative int64 survives the wire and is rejected, not wrapped.
+    const negative = await expectError(client.search({ query: "q", filters: { minStars: -1 } }));
+    assert.deepEqual(negative.details?.map((d) => d.path), ["filters.minStars"]);
+  });
+
+  it("an internal error → INTERNAL with a generic message; the secret is only in the server log", async () => {
+    const secret = "password=hunter2 at db.internal:5432";
+    core.impl = async () => {
+      throw new Error(secret);
+    };
+    logLines.length = 0;
+    try {
+      const err = await expectError(client.search({ query: "q" }));
+      assert.equal(err.code, ErrorCode.Internal);
+      assert.equal(grpcCodeOf(err), grpc.status.INTERNAL);
+      assert.equal(err.message, "internal error");
+      assert.ok(!err.message.includes("hunter2"));
+      assert.ok(!JSON.stringify(err.toJSON()).includes("hunter2"));
+      const cause = err.cause as Partial<grpc.ServiceError>;
+      assert.ok(!String(cause.details).includes("hunter2"));
+      assert.ok(logLines.some((l) => l.includes('"level":"error"') && l.includes("hunter2")), "cause logged server-side");
+    } finally {
+      core.impl = undefined;
+    }
+  });
+
+  it("a ReposearchError thrown by the core keeps its code and message", async () => {
+    core.impl = async () => {
+      throw new ReposearchError(ErrorCode.ExternalService, "embedder unavailable");
+    };
+    try {
+      const err = await expectError(client.search({ query: "q" }));
+      assert.equal(err.code, ErrorCode.ExternalService);
+      assert.equal(err.message, "embedder unavailable");
+      assert.equal(grpcCodeOf(err), grpc.status.UNAVAILABLE);
+      assert.equal(isRetryableCoreError(err), false);
+    } finally {
+      core.impl = undefined;
+    }
+  });
+
+  it("deadline: DEADLINE_EXCEEDED within the deadline plus slack, and the core's signal is aborted", async () => {
+    core.impl = waitForAbort;
+    core.signals = [];
+    try {
+      const t0 = Date.now();
+      const err = await expectError(client.search({ query: "slow" }, { deadlineMs: 150 }));
+      const elapsed = Date.now() - t0;
+      assert.equal(err.code, ErrorCode.DeadlineExceeded);
+      assert.equal(grpcCodeOf(err), grpc.status.DEADLINE_EXCEEDED);
+      assert.ok(elapsed >= 140 && elapsed < 150 + 500, `took ${elapsed} ms`);
+      assert.equal(core.signals.length, 1);
+      assert.ok(await waitUntil(() => core.signals[0].aborted, 1_000), "core signal aborted");
+      const reason: unknown = core.signals[0].reason;
+      assert.ok(reason instanceof ReposearchError && reason.code === ErrorCode.DeadlineExceeded, `reason ${String(reason)}`);
+    } finally {
+      core.impl = undefined;
+    }
+  });
+
+  it("deadline: a core that ignores its signal cannot hold the call", async () => {
+    core.impl = () => new Promise(() => undefined);
+    try {
+      const t0 = Date.now();
+      const err = await expectError(client.search({ query: "stuck" }, { deadlineMs: 100 }));
+      assert.equal(err.code, ErrorCode.DeadlineExceeded);
+      assert.ok(Date.now() - t0 < 100 + 500);
+    } finally {
+      core.impl = undefined;
+    }
+  });
+
+  it("client cancellation (AbortSignal) rejects with the reason and aborts the core's signal", async () => {
+    core.impl = waitForAbort;
+    core.signals = [];
+    try {
+      const ac = new AbortController();
+      const p = client.search({ query: "cancel me" }, { signal: ac.signal, deadlineMs: 5_000 });
+      assert.ok(await waitUntil(() => core.signals.length === 1, 2_000));
+      const reason = new Error("caller went away");
+      ac.abort(reason);
+      await assert.rejects(p, (e: unknown) => e === reason);
+      assert.ok(await waitUntil(() => core.signals[0].aborted, 2_000), "server saw the cancellation");
+      // An already-aborted signal never sends the call.
+      await assert.rejects(client.search({ query: "q" }, { signal: AbortSignal.abort(reason) }), (e: unknown) => e === reason);
+    } finally {
+      core.impl = undefined;
+    }
+  });
+
+  it("passes request metadata and logs one debug line per call without the query", async () => {
+    logLines.length = 0;
+    await client.search({ query: "very-private-query-text" }, { metadata: { "x-request-id": "req-123" } });
+    const lines = logLines.filter((l) => l.includes('"msg":"grpc call"'));
+    assert.equal(lines.length, 1);
+    const rec = JSON.parse(lines[0]) as Record<string, unknown>;
+    assert.deepEqual([rec.level, rec.method, rec.code, rec.requestId], ["debug", "Search", "OK", "req-123"]);
+    assert.equal(typeof rec.ms, "number");
+    assert.ok(!logLines.some((l) => l.includes("very-private-query-text")));
+  });
+
+  it("server reflection lists the search and health services (v1 and v1alpha)", async () => {
+    const req = createRequire(import.meta.url);
+    const reflectionProtoDir = path.resolve(path.dirname(req.resolve("@grpc/reflection")), "..", "proto");
+    for (const version of ["v1", "v1alpha"]) {
+      const pkg = protoLoader.loadSync(`grpc/reflection/${version}/reflection.proto`, { ...PROTO_LOADER_OPTIONS, includeDirs: [reflectionProtoDir] });
+      const svc = pkg[`grpc.reflection.${version}.ServerReflection`] as protoLoader.ServiceDefinition;
+      const info = svc.ServerReflectionInfo;
+      const raw = new grpc.Client(server.address, grpc.credentials.createInsecure());
+      try {
+        const names = await new Promise<string[]>((resolve, reject) => {
+          const stream = raw.makeBidiStreamRequest(info.path, info.requestSerialize, info.responseDeserialize);
+          stream.on("data", (msg: { listServicesResponse?: { service?: { name: string }[] } }) => {
+            resolve((msg.listServicesResponse?.service ?? []).map((s) => s.name));
+            stream.end();
+          });
+          stream.on("error", reject);
+          stream.write({ listServices: "*" });
+        });
+        assert.ok(names.includes(SEARCH_SERVICE_NAME), `${version}: ${names.join(",")}`);
+        assert.ok(names.includes(HEALTH_SERVICE_NAME), `${version}: ${names.join(",")}`);
+
+        // grpcurl's `describe` needs the file that defines a symbol; it must decode.
+        const files = await new Promise<Buffer[]>((resolve, reject) => {
+          const stream = raw.makeBidiStreamRequest(info.path, info.requestSerialize, info.responseDeserialize);
+          stream.on("data", (msg: { fileDescriptorResponse?: { fileDescriptorProto?: Buffer[] } }) => {
+            resolve(msg.fileDescriptorResponse?.fileDescriptorProto ?? []);
+            stream.end();
+          });
+          stream.on("error", reject);
+          stream.write({ fileContainingSymbol: "reposearch.v1.SearchService" });
+        });
+        assert.ok(files.length >= 1);
+        // Descriptors carry the proto's own field names, not proto-loader's camelCase renaming.
+        assert.ok(files.some((f) => f.includes("include_tree") && f.includes("stale_after_months")));
+        assert.ok(!files.some((f) => f.includes("includeTree")));
+      } finally {
+        raw.close();
+      }
+    }
+  });
+
+  it("waitForReady resolves against a live server", async () => {
+    await client.waitForReady(2_000);
+  });
+});
+
+describe("gRPC health and readiness", () => {
+  it("NOT_SERVING until the core is ready, then SERVING; the operator switch; unknown services", async () => {
+    const core = new EchoCore();
+    core.isReady = false;
+    const server = await start(core);
+    const client = new CoreClient(server.address);
+    try {
+      assert.equal(await client.health(), "NOT_SERVING");
+      assert.equal(await client.health(CoreClient.serviceName), "NOT_SERVING");
+      assert.equal(await client.health("no.such.Service"), "SERVICE_UNKNOWN");
+      const notReady = await expectError(client.search({ query: "q" }));
+      assert.equal(notReady.code, ErrorCode.Unavailable);
+      assert.ok(isRetryableCoreError(notReady));
+
+      server.setServing(true); // the operator allows it, but the core is not ready yet
+      assert.equal(await client.health(), "NOT_SERVING");
+      core.isReady = true;
+      server.setServing(true);
+      assert.equal(await client.health(), "SERVING");
+      assert.equal(await client.health(SEARCH_SERVICE_NAME), "SERVING");
+      server.setServing(false);
+      assert.equal(await client.health(), "NOT_SERVING");
+      server.setServing(true);
+      assert.equal(await client.health(), "SERVING");
+    } finally {
+      client.close();
+      await server.shutdown();
+    }
+  });
+
+  it("polls core.ready() so readiness shows up without a push", async () => {
+    const core = new EchoCore();
+    core.isReady = false;
+    const server = await start(core, { healthPollMs: 20 });
+    const client = new CoreClient(server.address);
+    try {
+      assert.equal(await client.health(), "NOT_SERVING");
+      core.isReady = true;
+      await sleep(100); // a few poll periods
+      assert.equal(await client.health(), "SERVING");
+    } finally {
+      client.close();
+      await server.shutdown();
+    }
+  });
+
+  it("turns NOT_SERVING as soon as shutdown starts (seen by a Watch stream)", async () => {
+    const core = new EchoCore();
+    const server = await start(core);
+    const watch = loadProtos().healthService.Watch;
+    const raw = new grpc.Client(server.address, grpc.credentials.createInsecure());
+    const seen: string[] = [];
+    const stream = raw.makeServerStreamRequest(watch.path, watch.requestSerialize, watch.responseDeserialize, { service: "" });
+    stream.on("data", (msg: { status?: string }) => seen.push(msg.status ?? "UNKNOWN"));
+    stream.on("error", () => undefined); // CANCELLED once we stop watching
+    try {
+      assert.ok(await waitUntil(() => seen.includes("SERVING"), 2_000), `seen ${seen.join(",")}`);
+      const stopping = server.shutdown();
+      assert.ok(await waitUntil(() => seen.at(-1) === "NOT_SERVING", 2_000), `seen ${seen.join(",")}`);
+      stream.cancel(); // the watch is an in-flight call; ending it lets shutdown finish gracefully
+      await stopping;
+    } finally {
+      raw.close();
+      await server.shutdown();
+    }
+  });
+});
+
+describe("gRPC shutdown", () => {
+  it("lets an in-flight call finish, then refuses new connections (UNAVAILABLE, retryable)", async () => {
+    const core = new EchoCore();
+    core.impl = async (req) => {
+      await sleep(300);
+      return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
+    };
+    const server = await start(core, { shutdownGraceMs: 5_000 });
+    const client = new CoreClient(server.address);
+    try {
+      const inFlight = client.search({ query: "finish me" }, { deadlineMs: 5_000 });
+      assert.ok(await waitUntil(() => core.received.length === 1, 2_000));
+      const t0 = Date.now();
+      await server.shutdown();
+      const res = await inFlight;
+      assert.equal(res.query, "finish me");
+      assert.ok(Date.now() - t0 < 2_000, "shutdown finished with the call, not at the grace limit");
+
+      const after = new CoreClient(server.address, { channelOptions: { "grpc.initial_reconnect_backoff_ms": 50 } });
+      try {
+        const err = await expectError(after.search({ query: "too late" }, { deadlineMs: 500 }));
+        assert.equal(err.code, ErrorCode.Unavailable);
+        const refused = await expectError(after.waitForReady(200));
+        assert.equal(refused.code, ErrorCode.Unavailable);
+        assert.ok(isRetryableCoreError(refused));
+      } finally {
+        after.close();
+      }
+    } finally {
+      client.close();
+    }
+  });
+
+  it("cuts calls that outlive the grace period", async () => {
+    const core = new EchoCore();
+    core.impl = () => new Promise(() => undefined);
+    const server = await start(core, { shutdownGraceMs: 100 });
+    const client = new CoreClient(server.address);
+    try {
+      const stuck = expectError(client.search({ query: "never" }, { deadlineMs: 10_000 }));
+      assert.ok(await waitUntil(() => core.received.length === 1, 2_000));
+      const t0 = Date.now();
+      await server.shutdown();
+      assert.ok(Date.now() - t0 < 100 + 1_000, `shutdown took ${Date.now() - t0} ms`);
+      const err = await stuck;
+      assert.equal(err.code, ErrorCode.Unavailable);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe("CoreClient address", () => {
+  it("fails fast on a bad address with a clear message", () => {
+    for (const bad of ["", "nope", "127.0.0.1", "127.0.0.1:0", "host:70000", "http://h:1", "a b:1", ":50051"]) {
+      assert.throws(() => new CoreClient(bad), (e: unknown) => e instanceof ConfigError && /CORE_ADDRESS: invalid search-core address/.test(e.message), bad);
+    }
+    for (const ok of ["127.0.0.1:50051", "localhost:1", "[::1]:50051", "core.internal:443", "dns:///core:50051", "unix:/tmp/core.sock"]) {
+      assert.equal(checkCoreAddress(ok), ok);
+    }
+  });
+});

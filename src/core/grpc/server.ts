@@ -1,0 +1,240 @@
+/**
+ * The core's gRPC server: reposearch.v1.SearchService over a SearchCore, the standard
+ * grpc.health.v1.Health service, and server reflection (so grpcurl works without the proto).
+ *
+ * Every call gets an AbortSignal tied to its deadline and to client cancellation, so abandoned work
+ * stops. Every error leaves as a ReposearchError: its public message and a gRPC status, the
+ * ErrorCode (and validation details) in trailers, the cause only in the server log.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { ReflectionService } from "@grpc/reflection";
+import { HealthImplementation, type ServingStatus } from "grpc-health-check";
+import { ErrorCode, ReposearchError } from "../../common/errors.js";
+import type { Logger } from "../../common/logger.js";
+import type { SearchCore } from "../types.js";
+import { validateSearchRequest } from "../validate.js";
+import { SEARCH_SERVICE_NAME, errorToStatus, loadProtos, requestFromProto, responseToProto, statsToProto } from "./convert.js";
+
+export interface GrpcServerOptions {
+  readonly core: SearchCore;
+  /** Interface to bind (e.g. "127.0.0.1", "0.0.0.0", "::"). */
+  readonly host: string;
+  /** Port to bind; 0 picks a free one (read it back from the handle). */
+  readonly port: number;
+  readonly logger: Logger;
+  /** How long shutdown waits for in-flight calls before cutting connections. */
+  readonly shutdownGraceMs: number;
+  /** How often health is re-derived from core.ready(). Default 1000. */
+  readonly healthPollMs?: number;
+}
+
+export interface GrpcServerHandle {
+  /** The bound port (the real one when 0 was asked for). */
+  readonly port: number;
+  /** `host:port` a client can dial. */
+  readonly address: string;
+  /**
+   * Operator switch for health. false: NOT_SERVING whatever the core says (drain); true: SERVING as
+   * soon as core.ready() (re-evaluated now, then on every poll). Ignored once shutdown has started.
+   */
+  setServing(serving: boolean): void;
+  /** NOT_SERVING at once, stop accepting calls, wait up to shutdownGraceMs, then force. Idempotent. */
+  shutdown(): Promise<void>;
+}
+
+/** A cancellation this close to the deadline is reported as the deadline (see the 'cancelled' handler). */
+const DEADLINE_SKEW_MS = 200;
+
+/** Abort reason for a cancelled call: the client is gone, nothing is sent back. */
+class CallCancelled extends Error {
+  override readonly name = "CallCancelled";
+}
+
+function formatAddress(host: string, port: number): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+function msUntil(deadline: grpc.Deadline): number {
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return at - Date.now();
+}
+
+/** Rejects as soon as the signal aborts, so a core that ignores its signal cannot hold the call. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServerHandle> {
+  const { core, logger } = opts;
+  const log = logger.child({ component: "grpc" });
+  const protos = loadProtos();
+  const server = new grpc.Server({
+    // Pings from the server find dead peers on long-idle connections (the gateway keeps one channel).
+    "grpc.keepalive_time_ms": 60_000,
+    "grpc.keepalive_timeout_ms": 20_000,
+  });
+
+  // --- health -------------------------------------------------------------------------------
+  const health = new HealthImplementation({ "": "NOT_SERVING", [SEARCH_SERVICE_NAME]: "NOT_SERVING" });
+  let operatorServing = true;
+  let draining = false;
+  let current: ServingStatus = "NOT_SERVING";
+  const publish = (status: ServingStatus): void => {
+    if (status === current) return;
+    current = status;
+    health.setStatus("", status);
+    health.setStatus(SEARCH_SERVICE_NAME, status);
+    log.info("health status", { status });
+  };
+  const evaluate = (): void => {
+    let ready = false;
+    try {
+      ready = core.ready();
+    } catch (err) {
+      log.error("core.ready() threw", { err });
+    }
+    publish(!draining && operatorServing && ready ? "SERVING" : "NOT_SERVING");
+  };
+  const poll = setInterval(evaluate, opts.healthPollMs ?? 1000);
+  poll.unref();
+
+  // --- calls --------------------------------------------------------------------------------
+  /**
+   * Runs one unary call: abort wiring, error mapping, one debug log line. `work` gets the signal
+   * and returns the proto object to send.
+   */
+  const unary = (
+    method: string,
+    work: (request: unknown, signal: AbortSignal) => Promise<object>,
+  ): grpc.handleUnaryCall<object, object> => {
+    return (call, callback) => {
+      const startedAt = performance.now();
+      const ac = new AbortController();
+      const remainingMs = msUntil(call.getDeadline());
+      let deadlineTimer: NodeJS.Timeout | undefined;
+      const onDeadline = (): void => ac.abort(new ReposearchError(ErrorCode.DeadlineExceeded, "deadline exceeded"));
+      if (remainingMs <= 0) onDeadline();
+      else if (remainingMs < 2 ** 31 - 1) {
+        deadlineTimer = setTimeout(onDeadline, remainingMs);
+        deadlineTimer.unref();
+      }
+      // A client resets the stream when its own deadline timer fires, which is usually a moment
+      // before ours (its clock started first), so a cancel that close to the deadline is the deadline.
+      call.on("cancelled", () => {
+        if (ac.signal.aborted) return;
+        if (msUntil(call.getDeadline()) <= DEADLINE_SKEW_MS) onDeadline();
+        else ac.abort(new CallCancelled("call cancelled by the client"));
+      });
+      const requestIdValue = call.metadata.get("x-request-id")[0];
+      const requestId = typeof requestIdValue === "string" ? requestIdValue : undefined;
+
+      const finish = (code: grpc.status): void => {
+        if (deadlineTimer) clearTimeout(deadlineTimer);
+        log.debug("grpc call", { method, code: grpc.status[code], ms: Math.round((performance.now() - startedAt) * 100) / 100, requestId });
+      };
+
+      void (async () => {
+        try {
+          if (draining) throw new ReposearchError(ErrorCode.Unavailable, "server is shutting down");
+          if (ac.signal.aborted) throw ac.signal.reason; // arrived with its deadline already spent
+          const reply = await untilAborted(work(call.request, ac.signal), ac.signal);
+          callback(null, reply);
+          finish(grpc.status.OK);
+        } catch (thrown) {
+          // Once aborted, the abort reason is the truth, whatever the core threw on the way out.
+          const reason: unknown = ac.signal.aborted ? ac.signal.reason : thrown;
+          if (reason instanceof CallCancelled) {
+            callback({ code: grpc.status.CANCELLED, details: "cancelled" });
+            finish(grpc.status.CANCELLED);
+            return;
+          }
+          const err = ReposearchError.from(reason);
+          if (err.code === ErrorCode.Internal) {
+            // The cause (message, stack) stays here; the caller only ever sees the generic message.
+            log.error("grpc call failed", { method, requestId, err: err.cause ?? err });
+          }
+          const status = errorToStatus(err);
+          callback(status);
+          finish(status.code);
+        }
+      })();
+    };
+  };
+
+  server.addService(protos.searchService, {
+    Search: unary("Search", async (request, signal) => {
+      const req = validateSearchRequest(requestFromProto(request));
+      if (!core.ready()) throw new ReposearchError(ErrorCode.Unavailable, "no index loaded yet");
+      return responseToProto(await core.search(req, { signal }));
+    }),
+    GetIndexStats: unary("GetIndexStats", async () => statsToProto(await core.stats())),
+  });
+  health.addToServer(server);
+  new ReflectionService(protos.reflectionPackage).addToServer(server);
+
+  // --- bind ---------------------------------------------------------------------------------
+  const bindTarget = formatAddress(opts.host, opts.port);
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(bindTarget, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
+    });
+  } catch (err) {
+    clearInterval(poll);
+    server.forceShutdown();
+    throw new Error(`gRPC server could not bind ${bindTarget}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  const address = formatAddress(opts.host, port);
+  evaluate();
+  log.info("gRPC server listening", { address });
+
+  let shutdownPromise: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    shutdownPromise ??= (async () => {
+      draining = true;
+      clearInterval(poll);
+      publish("NOT_SERVING");
+      log.info("gRPC server shutting down", { graceMs: opts.shutdownGraceMs });
+      let graceTimer: NodeJS.Timeout | undefined;
+      const graceful = await new Promise<boolean>((resolve) => {
+        graceTimer = setTimeout(() => resolve(false), opts.shutdownGraceMs);
+        graceTimer.unref();
+        server.tryShutdown(() => resolve(true));
+      });
+      if (graceTimer) clearTimeout(graceTimer);
+      if (!graceful) {
+        log.warn("gRPC shutdown grace expired; closing remaining calls", { graceMs: opts.shutdownGraceMs });
+        server.forceShutdown();
+      }
+      log.info("gRPC server stopped");
+    })();
+    return shutdownPromise;
+  };
+
+  return {
+    port,
+    address,
+    setServing(serving: boolean): void {
+      operatorServing = serving;
+      evaluate();
+    },
+    shutdown,
+  };
+}

@@ -1,0 +1,281 @@
+/**
+ * The behaviour every AccountStore backend must share, as one node:test suite. Backend test files
+ * call {@link accountStoreContract} with a harness; nothing here is used at run time.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import { ErrorCode, ReposearchError } from "../../common/errors.js";
+import { generateKey, parseKey } from "./keys.js";
+import { MICROS_PER_USD, SCOPE_SEARCH, SEARCH_PRICE_MICROS, type AccountStore, type DebitOutcome } from "./types.js";
+
+export interface ContractHarness {
+  /** Opens a new store instance on the shared database, with its own connection(s). */
+  open(): Promise<AccountStore>;
+  /** Runs one raw SQL statement on the shared database, bypassing the store; rejects on SQL errors. */
+  exec(sql: string): Promise<void>;
+  /** Runs one raw SQL query and returns the first column of the first row. */
+  scalar(sql: string): Promise<unknown>;
+  /** Drops the database (file or schema). Stores opened by open() are closed by the suite first. */
+  cleanup(): Promise<void>;
+}
+
+function isCode(code: string): (e: unknown) => boolean {
+  return (e: unknown) => {
+    assert.ok(e instanceof ReposearchError, `expected a ReposearchError, got ${String(e)}`);
+    assert.equal(e.code, code, e.message);
+    return true;
+  };
+}
+
+export function accountStoreContract(backend: string, setup: () => Promise<ContractHarness>): void {
+  describe(`AccountStore contract: ${backend}`, () => {
+    let h: ContractHarness;
+    let store: AccountStore;
+    const opened: AccountStore[] = [];
+    const run = randomUUID().slice(0, 8);
+    let n = 0;
+    const uniqueName = (label: string) => `${label}-${run}-${++n}`;
+    const openExtra = async () => {
+      const s = await h.open();
+      opened.push(s);
+      return s;
+    };
+    /** Signed sum of an account's ledger rows, read with raw SQL. */
+    const ledgerSum = async (name: string) =>
+      Number(await h.scalar(`SELECT COALESCE(SUM(l.amount_micros), 0) FROM ledger l JOIN accounts a ON a.id = l.account_id WHERE a.name = '${name}'`));
+    const ledgerRows = async (name: string, kind: string) =>
+      Number(await h.scalar(`SELECT COUNT(*) FROM ledger l JOIN accounts a ON a.id = l.account_id WHERE a.name = '${name}' AND l.kind = '${kind}'`));
+    /** A funded account: $5 = 5,000 searches. */
+    const funded = async (label: string, usd = 5) => {
+      const account = await store.createAccount(uniqueName(label));
+      await store.topup(account.name, usd * MICROS_PER_USD);
+      return account;
+    };
+
+    before(async () => {
+      h = await setup();
+      store = await openExtra();
+    });
+
+    after(async () => {
+      for (const s of opened) await s.close();
+      await h.cleanup();
+    });
+
+    test("migrations are recorded once, however many stores open the database", async () => {
+      await openExtra();
+      const versions = Number(await h.scalar("SELECT COUNT(*) FROM schema_migrations"));
+      const distinct = Number(await h.scalar("SELECT COUNT(DISTINCT version) FROM schema_migrations"));
+      assert.ok(versions >= 1);
+      assert.equal(versions, distinct);
+    });
+
+    test("accounts: create, duplicate and invalid names, status changes", async () => {
+      const name = uniqueName("acct");
+      const a = await store.createAccount(name);
+      assert.equal(a.name, name);
+      assert.equal(a.status, "active");
+      assert.ok(a.id.length > 0);
+      assert.ok(!Number.isNaN(Date.parse(a.createdAt)));
+      assert.equal(await store.balance(name), 0);
+      await assert.rejects(store.createAccount(name), isCode(ErrorCode.ValidationError));
+      await assert.rejects(store.createAccount(""), isCode(ErrorCode.ValidationError));
+      await assert.rejects(store.createAccount("has space"), isCode(ErrorCode.ValidationError));
+      const s = await store.setAccountStatus(name, "suspended");
+      assert.equal(s.status, "suspended");
+      assert.equal(s.id, a.id);
+      assert.equal((await store.setAccountStatus(name, "active")).status, "active");
+      await assert.rejects(store.setAccountStatus(uniqueName("nobody"), "suspended"), isCode(ErrorCode.NotFound));
+      await assert.rejects(store.balance(uniqueName("nobody")), isCode(ErrorCode.NotFound));
+    });
+
+    test("keys: create, authenticate, scopes, unknown account", async () => {
+      const a = await store.createAccount(uniqueName("keys"));
+      const k = await store.createKey(a.name);
+      assert.deepEqual(parseKey(k.key), { prefix: k.prefix });
+      assert.equal(k.accountName, a.name);
+      assert.deepEqual(k.scopes, [SCOPE_SEARCH]);
+      const p = await store.authenticate(k.key);
+      assert.deepEqual(p, { accountId: a.id, accountName: a.name, accountStatus: "active", keyPrefix: k.prefix, scopes: [SCOPE_SEARCH] });
+      // Another store instance sees the same key.
+      assert.deepEqual(await (await openExtra()).authenticate(k.key), p);
+      const explicit = await store.createKey(a.name, { scopes: ["search", "search"] });
+      assert.deepEqual(explicit.scopes, ["search"]);
+      await assert.rejects(store.createKey(a.name, { scopes: ["admin"] }), isCode(ErrorCode.ValidationError));
+      await assert.rejects(store.createKey(a.name, { scopes: [] }), isCode(ErrorCode.ValidationError));
+      await assert.rejects(store.createKey(uniqueName("nobody")), isCode(ErrorCode.NotFound));
+      // The secret itself is never stored.
+      assert.equal(Number(await h.scalar(`SELECT COUNT(*) FROM api_keys WHERE key_hash = '${k.key}' OR prefix = '${k.key}'`)), 0);
+    });
+
+    test("unknown, malformed, tampered and revoked keys authenticate as null", async () => {
+      const a = await store.createAccount(uniqueName("badkeys"));
+      const k = await store.createKey(a.name);
+      const other = await store.createKey(a.name);
+      assert.equal(await store.authenticate(generateKey().key), null); // well-formed, never issued
+      assert.equal(await store.authenticate(""), null);
+      assert.equal(await store.authenticate("not a key"), null);
+      assert.equal(await store.authenticate(k.key.slice(0, -1) + (k.key.endsWith("a") ? "b" : "a")), null);
+      assert.equal(await store.authenticate(k.key + " "), null);
+      assert.equal(await store.authenticate(k.prefix), null);
+      // Same prefix, different stored hash: the constant-time comparison must reject it.
+      await h.exec(`UPDATE api_keys SET key_hash = '${"0".repeat(64)}' WHERE prefix = '${other.prefix}'`);
+      assert.equal(await store.authenticate(other.key), null);
+
+      assert.ok(await store.authenticate(k.key));
+      assert.equal(await store.revokeKey(k.prefix), 1);
+      assert.equal(await store.authenticate(k.key), null);
+      assert.equal(await store.revokeKey(k.prefix), 0);
+      assert.equal(await store.revokeKey(generateKey().prefix), 0);
+      assert.equal(await store.revokeKey("garbage"), 0);
+      const fresh = await store.createKey(a.name);
+      assert.ok(await store.authenticate(fresh.key), "revoking one key leaves the account's other keys working");
+    });
+
+    test("a suspended account's key still resolves, carrying the status", async () => {
+      const a = await store.createAccount(uniqueName("susp"));
+      const k = await store.createKey(a.name);
+      await store.setAccountStatus(a.name, "suspended");
+      assert.equal((await store.authenticate(k.key))?.accountStatus, "suspended");
+      await store.setAccountStatus(a.name, "active");
+      assert.equal((await store.authenticate(k.key))?.accountStatus, "active");
+    });
+
+    test("top-ups: $5..$1000 in whole micros, others rejected", async () => {
+      const a = await store.createAccount(uniqueName("topup"));
+      for (const bad of [4_990_000, 1_000_010_000, 5_000_000.5, 0, -5_000_000, Number.NaN, Number.POSITIVE_INFINITY]) {
+        await assert.rejects(store.topup(a.name, bad), isCode(ErrorCode.ValidationError), `amount ${bad}`);
+      }
+      assert.equal(await store.balance(a.name), 0);
+      assert.equal(await store.topup(a.name, 5 * MICROS_PER_USD), 5_000_000);
+      assert.equal(await store.topup(a.name, 1000 * MICROS_PER_USD, { reference: "invoice-1" }), 1_005_000_000);
+      assert.equal(await store.topup(a.name, 12_345_678), 1_017_345_678);
+      assert.equal(await store.balance(a.name), 1_017_345_678);
+      assert.equal(await ledgerSum(a.name), 1_017_345_678);
+      assert.equal(await ledgerRows(a.name, "topup"), 3);
+      await assert.rejects(store.topup(uniqueName("nobody"), 5 * MICROS_PER_USD), isCode(ErrorCode.NotFound));
+    });
+
+    test("debits: ok until the balance runs out, never below zero", async () => {
+      const a = await funded("debit");
+      assert.deepEqual(await store.debit(a.id, 4_999_000, "r1-" + a.id), { ok: true, balanceMicros: 1_000 });
+      assert.deepEqual(await store.debit(a.id, 2_000, "r2-" + a.id), { ok: false, reason: "insufficient_credits", balanceMicros: 1_000 });
+      assert.deepEqual(await store.debit(a.id, SEARCH_PRICE_MICROS, "r3-" + a.id), { ok: true, balanceMicros: 0 });
+      assert.deepEqual(await store.debit(a.id, 1, "r4-" + a.id), { ok: false, reason: "insufficient_credits", balanceMicros: 0 });
+      assert.equal(await store.balance(a.name), 0);
+      assert.equal(await ledgerSum(a.name), 0);
+      assert.equal(await ledgerRows(a.name, "debit"), 2);
+      await assert.rejects(store.debit(a.id, 0, "r5-" + a.id), isCode(ErrorCode.ValidationError));
+      await assert.rejects(store.debit(a.id, -1000, "r6-" + a.id), isCode(ErrorCode.ValidationError));
+      await assert.rejects(store.debit(a.id, 1.5, "r7-" + a.id), isCode(ErrorCode.ValidationError));
+      await assert.rejects(store.debit(a.id, 1000, ""), isCode(ErrorCode.ValidationError));
+      await assert.rejects(store.debit(randomUUID(), 1000, "r8-" + a.id), isCode(ErrorCode.NotFound));
+    });
+
+    test("the balance cannot be driven negative even with raw SQL", async () => {
+      const a = await funded("check");
+      await assert.rejects(h.exec(`UPDATE accounts SET balance_micros = -1 WHERE name = '${a.name}'`));
+      assert.equal(await store.balance(a.name), 5_000_000);
+    });
+
+    test("debits are idempotent on the request id", async () => {
+      const a = await funded("idem");
+      const b = await funded("idem-other");
+      const req = "idem-" + randomUUID();
+      assert.deepEqual(await store.debit(a.id, 1_000, req), { ok: true, balanceMicros: 4_999_000 });
+      assert.deepEqual(await store.debit(a.id, 1_000, req), { ok: true, balanceMicros: 4_999_000 });
+      assert.deepEqual(await (await openExtra()).debit(a.id, 1_000, req), { ok: true, balanceMicros: 4_999_000 });
+      assert.equal(await ledgerRows(a.name, "debit"), 1);
+      assert.equal(await store.balance(a.name), 4_999_000);
+      // The same request id cannot be charged to a second account.
+      await assert.rejects(store.debit(b.id, 1_000, req), isCode(ErrorCode.ValidationError));
+      assert.equal(await store.balance(b.name), 5_000_000);
+      // A debit refused for lack of credit leaves no trace, so a retry after a top-up may succeed.
+      const c = await store.createAccount(uniqueName("idem-empty"));
+      const req2 = "idem-" + randomUUID();
+      assert.equal((await store.debit(c.id, 1_000, req2)).ok, false);
+      await store.topup(c.name, 5 * MICROS_PER_USD);
+      assert.deepEqual(await store.debit(c.id, 1_000, req2), { ok: true, balanceMicros: 4_999_000 });
+    });
+
+    test("refunds reverse a debit exactly once", async () => {
+      const a = await funded("refund");
+      const req = "refund-" + randomUUID();
+      await store.debit(a.id, 3_000, req);
+      assert.equal(await store.balance(a.name), 4_997_000);
+      assert.equal(await store.refund(req, "core timeout"), true);
+      assert.equal(await store.balance(a.name), 5_000_000);
+      assert.equal(await store.refund(req, "again"), false);
+      assert.equal(await (await openExtra()).refund(req, "again"), false);
+      assert.equal(await store.balance(a.name), 5_000_000);
+      assert.equal(await store.refund("never-debited-" + randomUUID(), "x"), false);
+      assert.equal(await store.refund("", "x"), false);
+      // The debit stays settled: repeating it does not charge again.
+      assert.deepEqual(await store.debit(a.id, 3_000, req), { ok: true, balanceMicros: 5_000_000 });
+      assert.equal(await ledgerRows(a.name, "debit"), 1);
+      assert.equal(await ledgerRows(a.name, "refund"), 1);
+      assert.equal(await ledgerSum(a.name), 5_000_000);
+      assert.equal(
+        await h.scalar(`SELECT reference FROM ledger WHERE request_id = '${req}' AND kind = 'refund'`),
+        "core timeout",
+      );
+    });
+
+    test("the ledger is append-only: raw UPDATE and DELETE fail", async () => {
+      const a = await funded("append");
+      await store.debit(a.id, 1_000, "append-" + a.id);
+      const where = `account_id = '${a.id}'`;
+      await assert.rejects(h.exec(`UPDATE ledger SET amount_micros = 1 WHERE ${where} AND kind = 'topup'`), /append-only/);
+      await assert.rejects(h.exec(`UPDATE ledger SET reference = 'x' WHERE ${where}`), /append-only/);
+      await assert.rejects(h.exec(`DELETE FROM ledger WHERE ${where}`), /append-only/);
+      await assert.rejects(h.exec(`DELETE FROM ledger`), /append-only/);
+      assert.equal(await ledgerRows(a.name, "topup"), 1);
+      assert.equal(await ledgerRows(a.name, "debit"), 1);
+      assert.equal(await ledgerSum(a.name), 4_999_000);
+    });
+
+    test("concurrency: 5,200 parallel debits on a $5 balance across store instances → exactly 5,000 succeed", async () => {
+      const a = await funded("race");
+      const stores = [store, await openExtra(), await openExtra()];
+      const attempts = 5_200;
+      const outcomes: DebitOutcome[] = await Promise.all(
+        Array.from({ length: attempts }, (_, i) => stores[i % stores.length]!.debit(a.id, SEARCH_PRICE_MICROS, `race-${a.id}-${i}`)),
+      );
+      const ok = outcomes.filter((o) => o.ok).length;
+      assert.equal(ok, 5_000);
+      assert.equal(outcomes.filter((o) => !o.ok && o.reason === "insufficient_credits").length, 200);
+      for (const o of outcomes) assert.ok(o.balanceMicros >= 0);
+      assert.equal(await store.balance(a.name), 0);
+      assert.equal(await ledgerSum(a.name), 0);
+      assert.equal(await ledgerRows(a.name, "debit"), 5_000);
+    });
+
+    test("concurrency: parallel duplicates of a request id charge once; parallel refunds refund once", async () => {
+      const a = await funded("dup");
+      const stores = [store, await openExtra(), await openExtra()];
+      const ids = Array.from({ length: 50 }, (_, i) => `dup-${a.id}-${i}`);
+      const outcomes = await Promise.all(ids.flatMap((id) => stores.flatMap((s) => [s.debit(a.id, 1_000, id), s.debit(a.id, 1_000, id)])));
+      assert.ok(outcomes.every((o) => o.ok));
+      assert.equal(await store.balance(a.name), 5_000_000 - 50 * 1_000);
+      assert.equal(await ledgerRows(a.name, "debit"), 50);
+      const refunds = await Promise.all(ids.flatMap((id) => stores.map((s) => s.refund(id, "parallel"))));
+      assert.equal(refunds.filter(Boolean).length, 50);
+      assert.equal(await store.balance(a.name), 5_000_000);
+      assert.equal(await ledgerRows(a.name, "refund"), 50);
+      assert.equal(await ledgerSum(a.name), 5_000_000);
+    });
+
+    test("health: a real round trip; down (not thrown) once closed", async () => {
+      const s = await openExtra();
+      const up = await s.health();
+      assert.equal(up.status, "up");
+      assert.ok(up.latencyMs >= 0 && up.latencyMs < 2_000);
+      await s.close();
+      await s.close(); // idempotent
+      const down = await s.health();
+      assert.equal(down.status, "down");
+      assert.ok(typeof down.error === "string" && down.error.length > 0);
+    });
+  });
+}

@@ -1,0 +1,321 @@
+/**
+ * AccountStore on SQLite (better-sqlite3): the embedded default. One file, WAL mode so readers never
+ * block the writer, and a busy timeout so several connections (processes, worker threads or store
+ * instances) on the same file queue for the write lock instead of failing.
+ *
+ * Every write runs in a BEGIN IMMEDIATE transaction: the write lock is taken up front, so a
+ * read-then-write sequence (debit: look for the request id, then decrement, then append) cannot be
+ * interleaved with another connection's, and there is no read→write lock upgrade to deadlock on.
+ * synchronous=NORMAL in WAL mode keeps the file consistent on any crash; a power loss can drop the
+ * last few commits (under-charging, never double-charging).
+ */
+import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import Database from "better-sqlite3";
+import { ErrorCode, ReposearchError } from "../../common/errors.js";
+import { constantTimeEqualHex, generateKey, hashKey, KEY_PREFIX_RE, parseKey, redactKeys } from "./keys.js";
+import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, StoreHealth } from "./types.js";
+import {
+  validateAccountName,
+  validateDebitMicros,
+  validateRequestId,
+  validateScopes,
+  validateStatus,
+  validateTopupMicros,
+} from "./validation.js";
+
+interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** Applied in order, each once, recorded in schema_migrations. Never edit a shipped migration; append a new one. */
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "accounts, api_keys, append-only ledger",
+    sql: `
+      CREATE TABLE accounts (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'suspended')),
+        created_at TEXT NOT NULL,
+        balance_micros INTEGER NOT NULL DEFAULT 0 CHECK (balance_micros >= 0)
+      );
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        prefix TEXT NOT NULL UNIQUE,
+        key_hash TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE INDEX api_keys_account_idx ON api_keys (account_id);
+      CREATE TABLE ledger (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        kind TEXT NOT NULL CHECK (kind IN ('topup', 'debit', 'refund')),
+        amount_micros INTEGER NOT NULL CHECK (CASE kind WHEN 'debit' THEN amount_micros < 0 ELSE amount_micros > 0 END),
+        request_id TEXT,
+        reference TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX ledger_request_kind_key ON ledger (request_id, kind) WHERE request_id IS NOT NULL;
+      CREATE INDEX ledger_account_idx ON ledger (account_id, id);
+      CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger
+        BEGIN SELECT RAISE(ABORT, 'ledger is append-only: UPDATE refused'); END;
+      CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
+        BEGIN SELECT RAISE(ABORT, 'ledger is append-only: DELETE refused'); END;
+    `,
+  },
+];
+
+export interface SqliteAccountStoreOptions {
+  /** How long a connection waits for another's write lock before SQLITE_BUSY (default 5000 ms). */
+  readonly busyTimeoutMs?: number;
+}
+
+interface AccountRow {
+  readonly id: string;
+  readonly name: string;
+  readonly status: AccountStatus;
+  readonly created_at: string;
+}
+
+interface KeyRow {
+  readonly key_hash: string;
+  readonly scopes: string;
+  readonly revoked_at: string | null;
+  readonly prefix: string;
+  readonly account_id: string;
+  readonly account_name: string;
+  readonly account_status: AccountStatus;
+}
+
+function toAccount(r: AccountRow): Account {
+  return { id: r.id, name: r.name, status: r.status, createdAt: r.created_at };
+}
+
+function isUniqueViolation(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
+}
+
+function notFound(name: string): ReposearchError {
+  return new ReposearchError(ErrorCode.NotFound, `account ${JSON.stringify(name)} not found`);
+}
+
+const now = (): string => new Date().toISOString();
+
+/** Brings the file to the newest schema; one IMMEDIATE transaction, so concurrent openers apply each migration once. */
+function migrate(db: Database.Database): void {
+  const run = db.transaction(() => {
+    db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+    const applied = new Set(db.prepare("SELECT version FROM schema_migrations").pluck().all() as number[]);
+    const newest = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;
+    for (const v of applied) {
+      if (v > newest) throw new ReposearchError(ErrorCode.Internal, `ledger database has schema version ${v}, newer than this build knows (${newest})`);
+    }
+    const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
+    for (const m of SQLITE_MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      db.exec(m.sql);
+      record.run(m.version, m.name, now());
+    }
+  });
+  run.immediate();
+}
+
+export class SqliteAccountStore implements AccountStore {
+  readonly backend = "sqlite" as const;
+  /** The database file. */
+  readonly file: string;
+  private closed = false;
+  private readonly db: Database.Database;
+  private readonly stmts: ReturnType<typeof prepare>;
+  private readonly topupTx: Database.Transaction<(accountName: string, micros: number, reference: string | null) => number>;
+  private readonly debitTx: Database.Transaction<(accountId: string, micros: number, requestId: string) => DebitOutcome>;
+  private readonly refundTx: Database.Transaction<(requestId: string, reason: string) => boolean>;
+
+  private constructor(db: Database.Database, file: string) {
+    this.db = db;
+    this.file = file;
+    this.stmts = prepare(db);
+    this.topupTx = db.transaction((accountName: string, micros: number, reference: string | null) => this.topupStep(accountName, micros, reference));
+    this.debitTx = db.transaction((accountId: string, micros: number, requestId: string) => this.debitStep(accountId, micros, requestId));
+    this.refundTx = db.transaction((requestId: string, reason: string) => this.refundStep(requestId, reason));
+  }
+
+  /** Opens (creating if needed) the ledger file and applies pending migrations. The directory must exist. */
+  static open(file: string, opts: SqliteAccountStoreOptions = {}): SqliteAccountStore {
+    const db = new Database(file);
+    try {
+      db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+      db.pragma("foreign_keys = ON");
+      migrate(db);
+      return new SqliteAccountStore(db, file);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+  }
+
+  async createAccount(name: string): Promise<Account> {
+    validateAccountName(name);
+    const row: AccountRow = { id: randomUUID(), name, status: "active", created_at: now() };
+    try {
+      this.stmts.insertAccount.run(row.id, row.name, row.status, row.created_at);
+    } catch (e) {
+      if (isUniqueViolation(e)) throw new ReposearchError(ErrorCode.ValidationError, `account ${JSON.stringify(name)} already exists`);
+      throw e;
+    }
+    return toAccount(row);
+  }
+
+  async setAccountStatus(name: string, status: AccountStatus): Promise<Account> {
+    validateStatus(status);
+    const row = this.stmts.setStatus.get(status, name) as AccountRow | undefined;
+    if (!row) throw notFound(name);
+    return toAccount(row);
+  }
+
+  async createKey(accountName: string, opts: { scopes?: readonly string[] } = {}): Promise<CreatedKey> {
+    const scopes = validateScopes(opts.scopes);
+    const account = this.stmts.accountByName.get(accountName) as AccountRow | undefined;
+    if (!account) throw notFound(accountName);
+    // A public-id collision (~1 in 2^47 per pair) is retried with a fresh key rather than surfaced.
+    for (let attempt = 0; ; attempt++) {
+      const { key, prefix } = generateKey();
+      try {
+        this.stmts.insertKey.run(randomUUID(), account.id, prefix, hashKey(key), scopes.join(","), now());
+        return { key, prefix, accountName: account.name, scopes };
+      } catch (e) {
+        if (!isUniqueViolation(e) || attempt >= 4) throw e;
+      }
+    }
+  }
+
+  async revokeKey(prefix: string): Promise<number> {
+    if (typeof prefix !== "string" || !KEY_PREFIX_RE.test(prefix)) return 0;
+    return this.stmts.revokeKey.run(now(), prefix).changes;
+  }
+
+  async authenticate(key: string): Promise<Principal | null> {
+    const parsed = parseKey(key);
+    if (!parsed) return null;
+    const row = this.stmts.keyByPrefix.get(parsed.prefix) as KeyRow | undefined;
+    if (!row) return null;
+    if (!constantTimeEqualHex(hashKey(key), row.key_hash)) return null;
+    if (row.revoked_at !== null) return null;
+    return {
+      accountId: row.account_id,
+      accountName: row.account_name,
+      accountStatus: row.account_status,
+      keyPrefix: row.prefix,
+      scopes: row.scopes.split(",").filter(Boolean),
+    };
+  }
+
+  async topup(accountName: string, micros: number, opts: { reference?: string } = {}): Promise<number> {
+    validateTopupMicros(micros);
+    return this.topupTx.immediate(accountName, micros, opts.reference ?? null);
+  }
+
+  async balance(accountName: string): Promise<number> {
+    const b = this.stmts.balanceByName.get(accountName) as number | undefined;
+    if (b === undefined) throw notFound(accountName);
+    return b;
+  }
+
+  async debit(accountId: string, micros: number, requestId: string): Promise<DebitOutcome> {
+    validateDebitMicros(micros);
+    validateRequestId(requestId);
+    return this.debitTx.immediate(accountId, micros, requestId);
+  }
+
+  async refund(requestId: string, reason: string): Promise<boolean> {
+    if (typeof requestId !== "string" || requestId.length === 0) return false;
+    return this.refundTx.immediate(requestId, reason);
+  }
+
+  async health(): Promise<StoreHealth> {
+    const t0 = performance.now();
+    try {
+      this.db.prepare("SELECT 1").get();
+      return { status: "up", latencyMs: performance.now() - t0 };
+    } catch (e) {
+      return { status: "down", latencyMs: performance.now() - t0, error: redactKeys(e instanceof Error ? e.message : String(e)) };
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  private topupStep(accountName: string, micros: number, reference: string | null): number {
+    const row = this.stmts.creditByName.get(micros, accountName) as { id: string; balance_micros: number } | undefined;
+    if (!row) throw notFound(accountName);
+    this.stmts.insertLedger.run(row.id, "topup", micros, null, reference, now());
+    return row.balance_micros;
+  }
+
+  /** Look for the request id, then one conditional decrement, then the append: all under the write lock. */
+  private debitStep(accountId: string, micros: number, requestId: string): DebitOutcome {
+    const existing = this.stmts.debitByRequest.get(requestId) as { account_id: string } | undefined;
+    if (existing) {
+      if (existing.account_id !== accountId) {
+        throw new ReposearchError(ErrorCode.ValidationError, `request id ${JSON.stringify(requestId)} was already charged to another account`);
+      }
+      return { ok: true, balanceMicros: this.stmts.balanceById.get(accountId) as number };
+    }
+    const row = this.stmts.conditionalDebit.get(micros, accountId, micros) as { balance_micros: number } | undefined;
+    if (!row) {
+      const balance = this.stmts.balanceById.get(accountId) as number | undefined;
+      if (balance === undefined) throw new ReposearchError(ErrorCode.NotFound, `account id ${JSON.stringify(accountId)} not found`);
+      return { ok: false, reason: "insufficient_credits", balanceMicros: balance };
+    }
+    this.stmts.insertLedger.run(accountId, "debit", -micros, requestId, null, now());
+    return { ok: true, balanceMicros: row.balance_micros };
+  }
+
+  private refundStep(requestId: string, reason: string): boolean {
+    const debit = this.stmts.debitByRequest.get(requestId) as { account_id: string; amount_micros: number } | undefined;
+    if (!debit) return false;
+    if (this.stmts.refundByRequest.get(requestId) !== undefined) return false;
+    this.stmts.insertLedger.run(debit.account_id, "refund", -debit.amount_micros, requestId, reason, now());
+    this.stmts.creditById.run(-debit.amount_micros, debit.account_id);
+    return true;
+  }
+}
+
+function prepare(db: Database.Database) {
+  return {
+    insertAccount: db.prepare("INSERT INTO accounts (id, name, status, created_at, balance_micros) VALUES (?, ?, ?, ?, 0)"),
+    setStatus: db.prepare("UPDATE accounts SET status = ? WHERE name = ? RETURNING id, name, status, created_at"),
+    accountByName: db.prepare("SELECT id, name, status, created_at FROM accounts WHERE name = ?"),
+    balanceByName: db.prepare("SELECT balance_micros FROM accounts WHERE name = ?").pluck(),
+    balanceById: db.prepare("SELECT balance_micros FROM accounts WHERE id = ?").pluck(),
+    creditByName: db.prepare("UPDATE accounts SET balance_micros = balance_micros + ? WHERE name = ? RETURNING id, balance_micros"),
+    creditById: db.prepare("UPDATE accounts SET balance_micros = balance_micros + ? WHERE id = ?"),
+    conditionalDebit: db.prepare(
+      "UPDATE accounts SET balance_micros = balance_micros - ? WHERE id = ? AND balance_micros >= ? RETURNING balance_micros",
+    ),
+    insertLedger: db.prepare(
+      "INSERT INTO ledger (account_id, kind, amount_micros, request_id, reference, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    ),
+    debitByRequest: db.prepare("SELECT account_id, amount_micros FROM ledger WHERE request_id = ? AND kind = 'debit'"),
+    refundByRequest: db.prepare("SELECT 1 FROM ledger WHERE request_id = ? AND kind = 'refund'"),
+    insertKey: db.prepare("INSERT INTO api_keys (id, account_id, prefix, key_hash, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?)"),
+    revokeKey: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL"),
+    keyByPrefix: db.prepare(
+      `SELECT k.key_hash, k.scopes, k.revoked_at, k.prefix, a.id AS account_id, a.name AS account_name, a.status AS account_status
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.prefix = ?`,
+    ),
+  };
+}

@@ -1,0 +1,456 @@
+/**
+ * The REST facade: express in front of the gRPC search core. See docs/api.md for the contract as
+ * built; the order of checks below is part of it.
+ *
+ *   every request:  request id + access log → client IP → per-IP limit → route
+ *   search:         Content-Type → body size → JSON syntax → API key → per-account limit →
+ *                   body schema → debit → (query cache) → core → respond; refund on any failure after the debit
+ *
+ * Transport problems (media type, size, syntax) are reported before authentication because they
+ * say nothing about the account; the body's content is only judged for authenticated callers.
+ * Nothing here logs a header, a body or a key.
+ */
+import { randomUUID } from "node:crypto";
+import express, { type NextFunction, type Request, type Response } from "express";
+import { ErrorCode, ReposearchError, httpStatusOf, type ErrorDetail } from "../common/errors.js";
+import type { Logger } from "../common/logger.js";
+import type { Config } from "../config/config.js";
+import type { SearchRequest, SearchResponse } from "../core/types.js";
+import { SCOPE_SEARCH, SEARCH_PRICE_MICROS, type AccountStore, type DebitOutcome, type Principal } from "./accounts/types.js";
+import { redactKeys } from "./accounts/keys.js";
+import { parseTrustedProxies, rateLimitKeyForIp, resolveClientIp } from "./client-ip.js";
+import { docsRouter } from "./docs-ui.js";
+import { checkHealth } from "./health.js";
+import { LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS, type Limiter, type RateLimitDecision } from "./limiter.js";
+import { renderLlmsTxt } from "./llms-txt.js";
+import { createGatewayMetrics, type GatewayMetrics } from "./metrics.js";
+import { DOCS_PATH, HEALTH_PATH, LLMS_TXT_PATH, OPENAPI_PATH, SEARCH_PATH, openApiDocument } from "./openapi.js";
+import { queryCacheKey, type QueryCache } from "./query-cache.js";
+import type { CoreApi, ServiceHealth } from "./types.js";
+import { validateSearchRequest } from "./validation.js";
+
+export const METRICS_PATH = "/metrics";
+
+/** The configuration the app reads; a full Config satisfies it. */
+export interface GatewayAppConfig {
+  readonly server: Pick<Config["server"], "coreTimeoutMs">;
+  readonly gateway: Pick<Config["gateway"], "trustedProxies" | "maxBodyBytes" | "rateLimit">;
+}
+
+export interface GatewayDeps {
+  readonly core: CoreApi;
+  readonly accounts: Pick<AccountStore, "authenticate" | "debit" | "refund" | "health">;
+  readonly limiter: Pick<Limiter, "consumeIp" | "consumeAccount">;
+  readonly config: GatewayAppConfig;
+  readonly logger: Logger;
+  readonly version: string;
+  /** Epoch milliseconds when the service started (for `uptime`). */
+  readonly startedAt: number;
+  readonly cacheHealth: () => Promise<ServiceHealth>;
+  /** Cache of core answers (query-cache.ts); null or absent disables it. */
+  readonly queryCache?: QueryCache | null;
+  /** Metrics to record into; a fresh registry with default metrics when absent. */
+  readonly metrics?: GatewayMetrics;
+}
+
+/** A caller's X-Request-Id is echoed only when it is a short token of safe characters. */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Longer X-API-Key values are rejected without a database round trip. */
+const MAX_API_KEY_LENGTH = 512;
+/** Headroom over the core deadline before the gateway gives up on a core client that ignores it. */
+const CORE_DEADLINE_GRACE_MS = 250;
+const INVALID_KEY_MESSAGE = "invalid API key";
+
+const KNOWN_PATHS: ReadonlySet<string> = new Set([SEARCH_PATH, HEALTH_PATH, OPENAPI_PATH, LLMS_TXT_PATH, DOCS_PATH, METRICS_PATH]);
+
+/** Per-request facts, kept out of the (untyped) res.locals. */
+interface RequestState {
+  /** Server-generated; keys the ledger entry, so a caller-chosen id can never collide with another request's debit. */
+  readonly requestId: string;
+  /** The caller's X-Request-Id when sane; echoed back and logged. */
+  readonly clientRequestId: string | undefined;
+  readonly startNs: bigint;
+  ip: string;
+  accountId?: string;
+  keyPrefix?: string;
+  /** The presented key, only so that logged error text can be scrubbed of it. */
+  apiKey?: string;
+  cache?: "hit" | "miss";
+}
+
+const states = new WeakMap<Request, RequestState>();
+function stateOf(req: Request): RequestState {
+  const s = states.get(req);
+  if (!s) throw new Error("request state missing: the request-id middleware must run first");
+  return s;
+}
+
+/** Internal core codes are not part of the public contract; they surface as EXTERNAL_SERVICE_ERROR. */
+function publicCode(code: ErrorCode): ErrorCode {
+  return code === ErrorCode.Unavailable || code === ErrorCode.DeadlineExceeded ? ErrorCode.ExternalService : code;
+}
+
+function validationError(message: string, details: ErrorDetail[]): ReposearchError {
+  return new ReposearchError(ErrorCode.ValidationError, message, { details });
+}
+
+/** body-parser and express client errors (they carry a `type` or a 4xx `status`) become 400 VALIDATION_ERROR with one detail. */
+function fromBodyParserError(err: unknown, maxBodyBytes: number): ReposearchError | null {
+  if (err === null || typeof err !== "object") return null;
+  switch ("type" in err && typeof err.type === "string" ? err.type : "") {
+    case "entity.too.large":
+      return validationError(`request body is larger than ${maxBodyBytes} bytes`, [
+        { path: "", rule: "maxBodyBytes", message: `request body must be at most ${maxBodyBytes} bytes` },
+      ]);
+    case "entity.parse.failed":
+      return validationError("request body is not valid JSON", [{ path: "", rule: "json", message: "must be a JSON object" }]);
+    case "charset.unsupported":
+    case "encoding.unsupported":
+      return validationError("unsupported request encoding", [
+        { path: "", rule: "contentType", message: "send UTF-8 JSON as Content-Type: application/json, optionally gzip/deflate encoded" },
+      ]);
+    case "request.aborted":
+    case "request.size.invalid":
+      return validationError("request body was incomplete", [{ path: "", rule: "json", message: "the body ended before Content-Length bytes" }]);
+    default:
+      break;
+  }
+  // Other client errors raised by express itself (e.g. an undecodable %-escape in the path).
+  const status = "status" in err && typeof err.status === "number" ? err.status : 0;
+  if (status >= 400 && status < 500) {
+    return validationError("malformed request", [{ path: "", rule: "http", message: "the request line or headers could not be decoded" }]);
+  }
+  return null;
+}
+
+/** The core reports dotted paths (`filters.excludeRepos[0]`); the REST API speaks JSON pointers (`/filters/excludeRepos/0`). */
+export function toJsonPointer(path: string): string {
+  if (path === "" || path.startsWith("/")) return path;
+  const tokens = path.split(".").flatMap((part) => part.split(/\[(\d+)\]/).filter((t) => t !== ""));
+  return tokens.map((t) => `/${t.replace(/~/g, "~0").replace(/\//g, "~1")}`).join("");
+}
+
+/** A core failure as the caller sees it: its validation errors pass through (400), everything else is 502. */
+function fromCoreError(err: unknown): ReposearchError {
+  if (err instanceof ReposearchError) {
+    if (err.code === ErrorCode.ValidationError) {
+      const details = (err.details ?? []).map((d) => ({ ...d, path: toJsonPointer(d.path) }));
+      return new ReposearchError(ErrorCode.ValidationError, err.message, { details, cause: err });
+    }
+    const msg =
+      err.code === ErrorCode.DeadlineExceeded
+        ? "search core did not answer in time"
+        : err.code === ErrorCode.Unavailable || err.code === ErrorCode.ExternalService
+          ? "search core unavailable"
+          : "search core failed";
+    return new ReposearchError(ErrorCode.ExternalService, msg, { cause: err });
+  }
+  // A raw gRPC ServiceError: numeric status code, message in `details`.
+  if (err !== null && typeof err === "object" && "code" in err && typeof err.code === "number") {
+    const details = "details" in err && typeof err.details === "string" ? err.details : "invalid request";
+    if (err.code === 3) return new ReposearchError(ErrorCode.ValidationError, details, { cause: err });
+    const msg = err.code === 4 ? "search core did not answer in time" : err.code === 14 ? "search core unavailable" : "search core failed";
+    return new ReposearchError(ErrorCode.ExternalService, msg, { cause: err });
+  }
+  return new ReposearchError(ErrorCode.ExternalService, "search core failed", { cause: err });
+}
+
+function setRateLimitHeaders(res: Response, d: RateLimitDecision): void {
+  res.setHeader("X-RateLimit-Limit", String(d.limit));
+  res.setHeader("X-RateLimit-Remaining", String(d.remaining));
+  res.setHeader("X-RateLimit-Reset", String(d.resetUnixSeconds));
+}
+
+function rateLimited(res: Response, d: RateLimitDecision, what: string): ReposearchError {
+  setRateLimitHeaders(res, d);
+  res.setHeader("Retry-After", String(Math.max(1, d.retryAfterSeconds)));
+  return new ReposearchError(ErrorCode.RateLimitExceeded, `rate limit exceeded: ${d.limit} ${what} per minute; retry after ${Math.max(1, d.retryAfterSeconds)} s`);
+}
+
+/** An error as a log field, scrubbed of the presented key and of anything shaped like a key. */
+function describe(err: unknown, secret: string | undefined): { message: string; name?: string; stack?: string } {
+  const scrub = (s: string): string => redactKeys(secret && secret.length > 0 ? s.split(secret).join("[REDACTED]") : s);
+  if (err instanceof Error) return { name: err.name, message: scrub(err.message), ...(err.stack ? { stack: scrub(err.stack) } : {}) };
+  return { message: scrub(String(err)) };
+}
+
+/** Rejects when `signal` aborts, so a core client that ignores its signal cannot hold the request. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** The validated body as the core's request; `rerank` is not part of the REST API and stays at the server default. */
+function toCoreRequest(body: SearchRequest): SearchRequest {
+  return { query: body.query, limit: body.limit, includeTree: body.includeTree, filters: body.filters };
+}
+
+export function createGatewayApp(deps: GatewayDeps): express.Express {
+  const { core, accounts, limiter, config, version, startedAt } = deps;
+  const log = deps.logger.child({ component: "gateway" });
+  const metrics = deps.metrics ?? createGatewayMetrics();
+  const queryCache = deps.queryCache ?? null;
+  const trusted = parseTrustedProxies(config.gateway.trustedProxies);
+  const maxBodyBytes = config.gateway.maxBodyBytes;
+  const coreTimeoutMs = config.server.coreTimeoutMs;
+  const openApiJson = JSON.stringify(openApiDocument);
+  const llmsTxt = renderLlmsTxt({
+    ipPerMinute: config.gateway.rateLimit.ipPerMinute,
+    accountPerMinute: config.gateway.rateLimit.accountPerMinute,
+    maxBodyBytes,
+  });
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.disable("etag");
+
+  // a. request id, access log, request metrics
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const given = req.get("x-request-id");
+    const state: RequestState = {
+      requestId: `req_${randomUUID().replace(/-/g, "")}`,
+      clientRequestId: given !== undefined && SANE_REQUEST_ID.test(given) ? given : undefined,
+      startNs: process.hrtime.bigint(),
+      ip: "unknown",
+    };
+    states.set(req, state);
+    res.setHeader("X-Request-Id", state.clientRequestId ?? state.requestId);
+    res.once("close", () => {
+      const seconds = Number(process.hrtime.bigint() - state.startNs) / 1e9;
+      const routePath: unknown = req.route?.path;
+      const lowerPath = req.path.toLowerCase().replace(/\/+$/, "") || "/";
+      const route = typeof routePath === "string" ? routePath : KNOWN_PATHS.has(lowerPath) ? lowerPath : "unmatched";
+      // 499 (nginx's "client closed request") when the caller left before the answer was written.
+      const status = res.writableFinished ? res.statusCode : 499;
+      metrics.httpDuration.observe({ method: req.method, route, status: String(status) }, seconds);
+      log.info("request", {
+        requestId: state.requestId,
+        ...(state.clientRequestId ? { clientRequestId: state.clientRequestId } : {}),
+        method: req.method,
+        route,
+        status,
+        durationMs: Math.round(seconds * 10_000) / 10,
+        ip: state.ip,
+        ...(state.accountId ? { accountId: state.accountId, keyPrefix: state.keyPrefix } : {}),
+        ...(state.cache ? { cache: state.cache } : {}),
+      });
+    });
+    next();
+  });
+
+  // b. client IP
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    stateOf(req).ip = resolveClientIp(req.socket.remoteAddress, req.headers["x-forwarded-for"], trusted);
+    next();
+  });
+
+  // c. per-IP limit on every request, before anything else is looked at
+  app.use(async (req: Request, res: Response, next: NextFunction) => {
+    let decision: RateLimitDecision;
+    try {
+      decision = await limiter.consumeIp(rateLimitKeyForIp(stateOf(req).ip));
+    } catch (err) {
+      // Health must keep answering (with its own body) while the limiter store is down.
+      const isHealth = (req.method === "GET" || req.method === "HEAD") && req.path.replace(/\/+$/, "").toLowerCase() === HEALTH_PATH;
+      if (isHealth && err instanceof ReposearchError && err.code === ErrorCode.RateLimitUnavailable) return next();
+      throw err;
+    }
+    if (!decision.allowed) throw rateLimited(res, decision, "requests per IP address");
+    next();
+  });
+
+  // d. routes
+  app.get(HEALTH_PATH, async (_req: Request, res: Response) => {
+    const { httpStatus, body, core: coreStatus } = await checkHealth({ core, accounts, cacheHealth: deps.cacheHealth, version, startedAt });
+    if (httpStatus !== 200) log.warn("health: unhealthy", { core: coreStatus, db: body.services.db.status, cache: body.services.cache.status });
+    res.setHeader("Cache-Control", "no-store");
+    res.status(httpStatus).json(body);
+  });
+
+  app.get(OPENAPI_PATH, (_req: Request, res: Response) => {
+    res.setHeader("Cache-Control", "public, max-age=300");
+    res.type("application/json; charset=utf-8").send(openApiJson);
+  });
+
+  app.get(LLMS_TXT_PATH, (_req: Request, res: Response) => {
+    res.setHeader("Cache-Control", "public, max-age=300");
+    res.type("text/plain; charset=utf-8").send(llmsTxt);
+  });
+
+  app.use(docsRouter());
+
+  app.get(METRICS_PATH, async (_req: Request, res: Response) => {
+    const text = await metrics.registry.metrics();
+    res.setHeader("Cache-Control", "no-store");
+    res.type(metrics.registry.contentType).send(text);
+  });
+
+  const parseJson = express.json({ limit: maxBodyBytes, strict: true, type: () => true });
+
+  app.post(
+    SEARCH_PATH,
+    // e. transport-level checks: media type, then size and syntax (body-parser)
+    (req: Request, _res: Response, next: NextFunction) => {
+      // Judged on the header alone (req.is() answers null for an empty body, which is a schema problem, not a media-type one).
+      const mediaType = (req.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+      if (mediaType !== "application/json") {
+        throw validationError("Content-Type must be application/json", [
+          { path: "", rule: "contentType", message: "send the body as JSON with Content-Type: application/json" },
+        ]);
+      }
+      next();
+    },
+    parseJson,
+    async (req: Request, res: Response) => {
+      const state = stateOf(req);
+
+      // Authentication and permission.
+      const apiKey = req.get("x-api-key");
+      if (apiKey === undefined || apiKey.trim() === "") {
+        throw new ReposearchError(ErrorCode.AuthError, "missing API key: send it in the X-API-Key header");
+      }
+      if (apiKey.length > MAX_API_KEY_LENGTH) throw new ReposearchError(ErrorCode.AuthError, INVALID_KEY_MESSAGE);
+      state.apiKey = apiKey;
+      let principal: Principal | null;
+      try {
+        principal = await accounts.authenticate(apiKey);
+      } catch (err) {
+        throw new ReposearchError(ErrorCode.ExternalService, "accounts database unavailable; retry later", { cause: err });
+      }
+      if (!principal) throw new ReposearchError(ErrorCode.AuthError, INVALID_KEY_MESSAGE);
+      state.accountId = principal.accountId;
+      state.keyPrefix = principal.keyPrefix;
+      if (principal.accountStatus !== "active") throw new ReposearchError(ErrorCode.Forbidden, "account is suspended");
+      if (!principal.scopes.includes(SCOPE_SEARCH)) {
+        throw new ReposearchError(ErrorCode.Forbidden, `this API key lacks the "${SCOPE_SEARCH}" scope`);
+      }
+
+      // Per-account limit; its headers go on every later answer, success included.
+      const decision = await limiter.consumeAccount(principal.accountId);
+      if (!decision.allowed) throw rateLimited(res, decision, "searches per account");
+      setRateLimitHeaders(res, decision);
+
+      // The body against the published schema.
+      const checked = validateSearchRequest(req.body);
+      if (!checked.ok) throw validationError("request body is invalid", checked.details);
+      const request = toCoreRequest(checked.value);
+
+      // Charge first (atomic, conditional, idempotent on the ledger id); refund if no answer follows.
+      const ledgerId = state.requestId;
+      let debit: DebitOutcome;
+      try {
+        debit = await accounts.debit(principal.accountId, SEARCH_PRICE_MICROS, ledgerId);
+      } catch (err) {
+        // The debit may have committed before the failure surfaced: undo it (a no-op when it did not).
+        await accounts.refund(ledgerId, "debit failed").catch(() => false);
+        throw new ReposearchError(ErrorCode.ExternalService, "credits ledger unavailable; nothing was charged, retry later", { cause: err });
+      }
+      if (!debit.ok) throw new ReposearchError(ErrorCode.InsufficientCredits, "insufficient credits: top up the account in the dashboard");
+
+      let response: SearchResponse;
+      try {
+        response = await answer(request, res, state);
+      } catch (err) {
+        const failure = fromCoreError(err);
+        try {
+          await accounts.refund(ledgerId, `search failed: ${failure.code}`);
+        } catch (refundErr) {
+          log.error("refund failed; the ledger entry needs manual reversal", {
+            requestId: ledgerId,
+            accountId: principal.accountId,
+            error: describe(refundErr, apiKey),
+          });
+        }
+        throw failure;
+      }
+      res.json(response);
+    },
+  );
+
+  /** The core's answer, through the query cache when one is configured. */
+  async function answer(request: SearchRequest, res: Response, state: RequestState): Promise<SearchResponse> {
+    const key = queryCache ? queryCacheKey(request) : "";
+    if (queryCache) {
+      const hit = await queryCache.get(key);
+      metrics.queryCacheRequests.inc({ result: hit ? "hit" : "miss" });
+      state.cache = hit ? "hit" : "miss";
+      if (hit) return hit;
+    }
+    const abort = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableFinished) abort.abort(new ReposearchError(ErrorCode.ExternalService, "client disconnected"));
+    };
+    res.once("close", onClose);
+    const guard = setTimeout(
+      () => abort.abort(new ReposearchError(ErrorCode.DeadlineExceeded, `no answer within ${coreTimeoutMs} ms`)),
+      coreTimeoutMs + CORE_DEADLINE_GRACE_MS,
+    );
+    try {
+      const response = await untilAborted(core.search(request, { deadlineMs: coreTimeoutMs, signal: abort.signal }), abort.signal);
+      if (queryCache) await queryCache.set(key, response);
+      return response;
+    } finally {
+      clearTimeout(guard);
+      res.off("close", onClose);
+    }
+  }
+
+  // f. unknown routes and methods
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    const p = req.path.toLowerCase().replace(/\/+$/, "") || "/";
+    const shown = req.path.length > 200 ? `${req.path.slice(0, 200)}…` : req.path;
+    next(
+      new ReposearchError(
+        ErrorCode.NotFound,
+        KNOWN_PATHS.has(p) ? `${req.method} is not supported on ${shown}` : `no route for ${req.method} ${shown}`,
+      ),
+    );
+  });
+
+  // Final error handler: the spec's error body; internals stay in the log.
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const state = states.get(req);
+    const e = fromBodyParserError(err, maxBodyBytes) ?? ReposearchError.from(err);
+    const code = publicCode(e.code);
+    const status = httpStatusOf[code];
+    if (status >= 500) {
+      const fields = {
+        requestId: state?.requestId,
+        code,
+        message: e.message,
+        ...(e.cause !== undefined ? { cause: describe(e.cause, state?.apiKey) } : {}),
+      };
+      if (code === ErrorCode.Internal) log.error("internal error", fields);
+      else log.warn("upstream failure", fields);
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (code === ErrorCode.RateLimitUnavailable) res.setHeader("Retry-After", String(LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS));
+    const body: { code: ErrorCode; message: string; status: number; details?: ErrorDetail[] } = {
+      code,
+      // Internal messages never reach the caller.
+      message: code === ErrorCode.Internal ? "internal error" : e.message,
+      status,
+    };
+    if (e.details && e.details.length > 0) body.details = [...e.details];
+    res.setHeader("Cache-Control", "no-store");
+    res.status(status).json({ error: body });
+  });
+
+  return app;
+}

@@ -1,0 +1,95 @@
+/**
+ * GET /llms.txt: the agent guide in llmstxt.org form (H1, blockquote summary, detail paragraphs
+ * without headings, then H2 link lists). Limits and enums come from the OpenAPI module and the
+ * live configuration so the guide states what this deployment actually enforces.
+ */
+import { CATEGORIES } from "../dataset/record.js";
+import { DOCS_PATH, HEALTH_PATH, LIMITS, OPENAPI_PATH, SEARCH_PATH } from "./openapi.js";
+
+export interface LlmsTxtOptions {
+  readonly ipPerMinute: number;
+  readonly accountPerMinute: number;
+  readonly maxBodyBytes: number;
+}
+
+export function renderLlmsTxt(o: LlmsTxtOptions): string {
+  const defaultCategories = CATEGORIES.filter((c) => c !== "educational" && c !== "curated-list");
+  return `# reposearch
+
+> Semantic search over an index of more than 56,000 public source-code repositories, built for AI agents. Describe an implementation pattern, architecture, library capability or repository type in plain language; get back a ranked list of repositories, each with a relevance score and evidence snippets explaining the match.
+
+The service does not search inside repositories and does not return source files. It only ranks the indexed repositories.
+
+**Search call.** \`POST ${SEARCH_PATH}\` with headers \`Content-Type: application/json\` and \`X-API-Key: <your key>\`. Keep the key secret: never log, print or echo it. Minimal body:
+
+\`\`\`json
+{"query": "rate limiter middleware for express backed by redis"}
+\`\`\`
+
+Full body (every field except \`query\` is optional):
+
+\`\`\`json
+{
+  "query": "vector database with HNSW index written in Rust",
+  "limit": 5,
+  "includeTree": true,
+  "filters": {
+    "language": "Rust",
+    "minStars": 100,
+    "maxStars": 50000,
+    "minForks": 0,
+    "maxForks": 10000,
+    "excludeRepos": ["owner/repo"],
+    "categories": ["library", "data"],
+    "topics": ["vector-database"],
+    "excludeArchived": true,
+    "staleAfterMonths": 24
+  }
+}
+\`\`\`
+
+**Fields and defaults.**
+
+- \`query\` (required): ${LIMITS.queryMinLength} to ${LIMITS.queryMaxLength} characters. Describe what the code does, not just keywords. A whitespace-only query returns no results.
+- \`limit\`: integer ${LIMITS.limitMin} to ${LIMITS.limitMax}, default ${LIMITS.limitDefault}.
+- \`includeTree\`: default false. When true each result has \`tree\`: newline-separated paths, directories end with \`/\`, depth at most 2, at most 200 entries (null when unknown).
+- Unknown properties, at the top level or inside \`filters\`, are rejected with 400 (a misspelt filter never silently widens a search).
+
+**Filters** (all optional; applied before ranking; all given constraints must hold):
+
+- \`minStars\`, \`maxStars\`, \`minForks\`, \`maxForks\`: integers >= 0; min and max form a band.
+- \`language\`: exact primary language, case-insensitive, 1 to ${LIMITS.languageMaxLength} characters.
+- \`excludeRepos\`: up to ${LIMITS.excludeReposMaxItems} \`owner/repo\` names to leave out (e.g. ones you already know).
+- \`topics\`: at least one item; a repository must carry at least one of them.
+- \`excludeArchived\`: default true; false includes archived repositories.
+- \`staleAfterMonths\`: integer 1 to ${LIMITS.staleAfterMonthsMax}; drops repositories not pushed within that many months. No default (no freshness cutoff).
+- \`categories\`: omitted → the default allow-list (${defaultCategories.join(", ")}), which leaves out \`educational\` and \`curated-list\`; a non-empty list → only those categories; \`[]\` → no category filtering. The 13 categories: ${CATEGORIES.join(", ")}.
+
+**Response.** \`{"query", "results": [...], "meta": {...}}\`. Each result: \`url\`, \`name\` (owner/repo), \`description\`, \`score\`, \`language\`, \`stars\`, \`forks\`, \`topics\`, \`pushedAt\` (ISO 8601), \`isArchived\`, \`llmsUrl\` (the repository's own agent documentation, when it has one), \`evidence\` (why it matched), and \`tree\` when requested. Nullable fields are null when unknown. \`score\` is in [0, 1], 1 being the best result of this response; it is relative to this result set and not comparable across queries. \`meta.total\` counts matching candidates before \`limit\`; \`meta.appliedFilters\` shows the effective filters after defaults; \`meta.methods\` shows hits and weight per retrieval method (\`lexical\`, \`dense\`, \`rerank\`); \`meta.reranked\`/\`meta.rerankMs\` appear only when the rerank stage ran. \`meta.timeMs\` is the search time in milliseconds.
+
+**Errors.** Always \`{"error": {"code", "message", "status", "details"?}}\`; branch on \`code\`:
+
+- 400 VALIDATION_ERROR: fix the request, do not retry unchanged. \`details\` lists every problem as \`{path, rule, message}\`, where \`path\` is a JSON pointer such as \`/filters/minStars\` and \`rule\` the broken JSON Schema keyword such as \`maximum\`. The body must be JSON with \`Content-Type: application/json\` and at most ${o.maxBodyBytes} bytes.
+- 401 AUTH_ERROR: the key is missing, unknown or revoked. Stop.
+- 403 INSUFFICIENT_CREDITS: top up credits in the account dashboard. 403 FORBIDDEN: account suspended or key not allowed to search. Stop.
+- 404 NOT_FOUND: wrong path or method.
+- 429 RATE_LIMIT_EXCEEDED: wait \`Retry-After\` seconds, then retry.
+- 500 INTERNAL_ERROR, 502 EXTERNAL_SERVICE_ERROR: retry with jitter, a few attempts at most.
+- 503 RATE_LIMIT_UNAVAILABLE: retry after \`Retry-After\` seconds; do not loop tightly.
+
+**Rate limits.** ${o.ipPerMinute} requests per minute per client IP on every request, and ${o.accountPerMinute} searches per minute per account; one-minute fixed windows. A 429 carries \`Retry-After\`, \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\` (Unix seconds); successful searches carry the account's \`X-RateLimit-*\` too, so you can pace yourself.
+
+**Pricing.** $0.001 per successful search, taken from the account's credits (top up $5 to $1,000 in the dashboard). Requests rejected with a 4xx are not charged; a search that fails with a 5xx is refunded. A repeated identical search may be answered from a short-lived cache; it costs the same.
+
+**Health.** \`GET ${HEALTH_PATH}\` needs no key: \`{"status": "healthy" | "degraded" | "unhealthy", ...}\`, 503 when unhealthy.
+
+## Docs
+
+- [OpenAPI 3.1 description](${OPENAPI_PATH}): the authority for exact field names, validation rules and response schemas
+- [Interactive API reference](${DOCS_PATH}): the same description rendered for people
+
+## Optional
+
+- [Health](${HEALTH_PATH}): current state of the API and its backing services
+`;
+}

@@ -1,0 +1,636 @@
+/**
+ * The OpenAPI 3.1 description of the public REST API: the single source of truth. The gateway
+ * serves it verbatim at /.well-known/openapi.json, renders /docs from it, and compiles its request
+ * schema into the validator (validation.ts), so the document cannot drift from what is enforced.
+ *
+ * Schemas are plain JSON Schema 2020-12 (the 3.1 dialect) and use only keywords ajv understands in
+ * strict mode, so every schema here is also checked by compiling it.
+ */
+import { CATEGORIES } from "../dataset/record.js";
+
+export type JsonType = "object" | "array" | "string" | "integer" | "number" | "boolean" | "null";
+
+/** The subset of JSON Schema 2020-12 this document uses. */
+export interface JsonSchema {
+  readonly $ref?: string;
+  readonly type?: JsonType | readonly JsonType[];
+  readonly title?: string;
+  readonly description?: string;
+  readonly default?: unknown;
+  readonly examples?: readonly unknown[];
+  readonly enum?: readonly (string | number | boolean | null)[];
+  readonly const?: unknown;
+  readonly format?: string;
+  readonly pattern?: string;
+  readonly minLength?: number;
+  readonly maxLength?: number;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly exclusiveMinimum?: number;
+  readonly minItems?: number;
+  readonly maxItems?: number;
+  readonly items?: JsonSchema;
+  readonly properties?: Readonly<Record<string, JsonSchema>>;
+  readonly required?: readonly string[];
+  readonly additionalProperties?: boolean | JsonSchema;
+}
+
+interface HeaderObject {
+  readonly description: string;
+  readonly schema: JsonSchema;
+  readonly required?: boolean;
+}
+interface MediaTypeObject {
+  readonly schema: JsonSchema;
+  readonly examples?: Readonly<Record<string, { readonly summary?: string; readonly value: unknown }>>;
+}
+interface ResponseObject {
+  readonly description: string;
+  readonly headers?: Readonly<Record<string, HeaderObject | { readonly $ref: string }>>;
+  readonly content?: Readonly<Record<string, MediaTypeObject>>;
+}
+type ResponseOrRef = ResponseObject | { readonly $ref: string };
+interface OperationObject {
+  readonly operationId: string;
+  readonly tags: readonly string[];
+  readonly summary: string;
+  readonly description: string;
+  readonly security?: readonly Readonly<Record<string, readonly string[]>>[];
+  readonly requestBody?: {
+    readonly required: boolean;
+    readonly description?: string;
+    readonly content: Readonly<Record<string, MediaTypeObject>>;
+  };
+  readonly responses: Readonly<Record<string, ResponseOrRef>>;
+}
+
+export interface OpenApiDocument {
+  readonly openapi: "3.1.0";
+  readonly info: {
+    readonly title: string;
+    readonly version: string;
+    readonly summary?: string;
+    readonly description: string;
+    readonly license?: { readonly name: string; readonly identifier?: string };
+  };
+  readonly servers: readonly { readonly url: string; readonly description?: string }[];
+  readonly tags: readonly { readonly name: string; readonly description: string }[];
+  readonly security: readonly Readonly<Record<string, readonly string[]>>[];
+  readonly paths: Readonly<Record<string, Readonly<Partial<Record<"get" | "post", OperationObject>>>>>;
+  readonly components: {
+    readonly schemas: Readonly<Record<SchemaName, JsonSchema>>;
+    readonly securitySchemes: Readonly<
+      Record<string, { readonly type: "apiKey"; readonly in: "header"; readonly name: string; readonly description: string }>
+    >;
+    readonly headers: Readonly<Record<string, HeaderObject>>;
+    readonly responses: Readonly<Record<string, ResponseObject>>;
+  };
+}
+
+export const API_VERSION = "0.0.1";
+export const SEARCH_PATH = "/v1/codehost/search";
+export const HEALTH_PATH = "/health";
+export const OPENAPI_PATH = "/.well-known/openapi.json";
+export const LLMS_TXT_PATH = "/llms.txt";
+export const DOCS_PATH = "/docs";
+
+/** Public error codes (service-spec.md §7). Internal core codes are mapped onto these before they leave the gateway. */
+export const PUBLIC_ERROR_CODES = [
+  "VALIDATION_ERROR",
+  "AUTH_ERROR",
+  "FORBIDDEN",
+  "INSUFFICIENT_CREDITS",
+  "NOT_FOUND",
+  "RATE_LIMIT_EXCEEDED",
+  "INTERNAL_ERROR",
+  "EXTERNAL_SERVICE_ERROR",
+  "RATE_LIMIT_UNAVAILABLE",
+] as const;
+
+/** Request limits (service-spec.md §2.1, §2.2, §8); shared by the schema, llms.txt and docs. */
+export const LIMITS = {
+  queryMinLength: 1,
+  queryMaxLength: 500,
+  limitMin: 1,
+  limitMax: 50,
+  limitDefault: 10,
+  languageMaxLength: 100,
+  excludeReposMaxItems: 50,
+  staleAfterMonthsMax: 600,
+} as const;
+
+export const OWNER_REPO_PATTERN = "^[^/\\s]+/[^/\\s]+$";
+
+const ref = (name: SchemaName): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+const nonNegativeInt = (description: string): JsonSchema => ({ type: "integer", minimum: 0, description });
+
+const categoryEnum: JsonSchema = {
+  type: "string",
+  enum: [...CATEGORIES],
+  description:
+    "One of the 13 fixed repository categories: library, framework, tool, application, infrastructure, ai-ml, agent, frontend, data, starter, curated-list, educational, plugin.",
+};
+
+export const SCHEMA_NAMES = [
+  "SearchRequest",
+  "Filters",
+  "Category",
+  "SearchResponse",
+  "Result",
+  "Meta",
+  "MethodStats",
+  "AppliedFilters",
+  "AppliedCategories",
+  "Health",
+  "ServiceHealth",
+  "Error",
+  "ErrorDetail",
+] as const;
+export type SchemaName = (typeof SCHEMA_NAMES)[number];
+
+/** The component schemas, usable on their own (refs point at #/components/schemas/<Name>). */
+export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
+  SearchRequest: {
+    type: "object",
+    title: "SearchRequest",
+    description:
+      "A search. Only `query` is required. Unknown top-level properties are rejected with 400 VALIDATION_ERROR (rule `additionalProperties`).",
+    additionalProperties: false,
+    required: ["query"],
+    properties: {
+      query: {
+        type: "string",
+        minLength: LIMITS.queryMinLength,
+        maxLength: LIMITS.queryMaxLength,
+        description:
+          "Natural-language description of what you are looking for: an implementation pattern, architecture, library capability or repository type. 1 to 500 characters. A whitespace-only query is accepted and returns no results.",
+        examples: ["rate limiter middleware for express backed by redis", "rust library for parsing TOML with serde support"],
+      },
+      limit: {
+        type: "integer",
+        minimum: LIMITS.limitMin,
+        maximum: LIMITS.limitMax,
+        default: LIMITS.limitDefault,
+        description: "Maximum number of results, 1 to 50. Default 10.",
+      },
+      includeTree: {
+        type: "boolean",
+        default: false,
+        description: "When true, every result carries `tree`, a compact file tree of the repository. Default false.",
+      },
+      filters: {
+        ...ref("Filters"),
+        default: { excludeArchived: true },
+        description: "Metadata constraints applied before ranking. Default `{\"excludeArchived\": true}`.",
+      },
+    },
+  },
+  Filters: {
+    type: "object",
+    title: "Filters",
+    description:
+      "Metadata constraints, applied before ranking; all given constraints must hold. Unknown properties are rejected (400, rule `additionalProperties`) so that a misspelt filter never silently widens a search.",
+    additionalProperties: false,
+    properties: {
+      minStars: nonNegativeInt("At least this many stars."),
+      maxStars: nonNegativeInt("At most this many stars; with minStars forms a band."),
+      minForks: nonNegativeInt("At least this many forks."),
+      maxForks: nonNegativeInt("At most this many forks; with minForks forms a band."),
+      language: {
+        type: "string",
+        minLength: 1,
+        maxLength: LIMITS.languageMaxLength,
+        description: "Exact primary-language match, case-insensitive (`Rust` and `rust` both match). 1 to 100 characters.",
+        examples: ["TypeScript"],
+      },
+      excludeRepos: {
+        type: "array",
+        maxItems: LIMITS.excludeReposMaxItems,
+        description: "Repositories to omit from the results, as `owner/repo`. At most 50 items.",
+        items: {
+          type: "string",
+          pattern: OWNER_REPO_PATTERN,
+          description: "`owner/repo`: two non-empty parts separated by one slash, no whitespace.",
+        },
+        examples: [["expressjs/express"]],
+      },
+      categories: {
+        type: "array",
+        description:
+          "Category allow-list. Omitted: the default implementation-focused list (every category except `educational` and `curated-list`). One or more values: only those categories (listing `educational` or `curated-list` searches those). `[]`: no category filtering at all.",
+        items: ref("Category"),
+        examples: [["library", "framework"]],
+      },
+      topics: {
+        type: "array",
+        minItems: 1,
+        description: "A repository must carry at least one of these topics (owner-set, freeform tags). At least 1 item.",
+        items: { type: "string", minLength: 1 },
+        examples: [["rate-limiting"]],
+      },
+      excludeArchived: {
+        type: "boolean",
+        default: true,
+        description: "When true (the default) archived repositories are excluded; false includes them.",
+      },
+      staleAfterMonths: {
+        type: "integer",
+        exclusiveMinimum: 0,
+        maximum: LIMITS.staleAfterMonthsMax,
+        description:
+          "Exclude repositories not pushed within the last N months (1 to 600). No default: when omitted there is no freshness cutoff.",
+      },
+    },
+  },
+  Category: categoryEnum,
+  SearchResponse: {
+    type: "object",
+    title: "SearchResponse",
+    description: "Ranked repositories, best first, with the effective filters and timing.",
+    required: ["query", "results", "meta"],
+    properties: {
+      query: { type: "string", description: "The query as received." },
+      results: { type: "array", items: ref("Result"), description: "At most `limit` repositories, ordered by relevance (best first)." },
+      meta: ref("Meta"),
+    },
+  },
+  Result: {
+    type: "object",
+    title: "Result",
+    description: "One repository. Nullable fields are null where the index has no value.",
+    required: ["url", "name", "description", "score", "language", "stars", "forks", "topics", "pushedAt", "isArchived", "llmsUrl", "evidence"],
+    properties: {
+      url: { type: ["string", "null"], description: "Repository address." },
+      name: { type: "string", description: "`owner/repo`.", examples: ["expressjs/express"] },
+      description: { type: ["string", "null"] },
+      score: {
+        type: "number",
+        minimum: 0,
+        maximum: 1,
+        description:
+          "Relative relevance within this result set, in [0, 1]; 1 is the best candidate for this query. Comparable only within one response, not across queries.",
+      },
+      language: { type: ["string", "null"], description: "Primary language." },
+      stars: { type: ["number", "null"] },
+      forks: { type: ["number", "null"] },
+      topics: { type: "array", items: { type: "string" } },
+      pushedAt: { type: ["string", "null"], format: "date-time", description: "Last push, ISO 8601." },
+      isArchived: { type: ["boolean", "null"], description: "null: the archived flag is not yet captured for this repository." },
+      llmsUrl: { type: ["string", "null"], description: "Address of maintainer-authored agent documentation (llms.txt), when available." },
+      tree: {
+        type: ["string", "null"],
+        description:
+          "Present only when the request set `includeTree: true`. A compact file tree: newline-separated paths relative to the repository root, directories end with `/`, depth at most 2, at most 200 entries. null when the index has no tree for this repository.",
+        examples: ["README.md\nsrc/\nsrc/index.ts\npackage.json"],
+      },
+      evidence: { type: "array", items: { type: "string" }, description: "Snippets explaining why the repository matched." },
+    },
+  },
+  Meta: {
+    type: "object",
+    title: "Meta",
+    required: ["total", "timeMs", "methods", "appliedFilters"],
+    properties: {
+      total: { type: "number", minimum: 0, description: "Candidates that matched the query under the filters, before `limit`." },
+      timeMs: {
+        type: "number",
+        minimum: 0,
+        description: "Search time in milliseconds. A response served from the query cache reports the time of the original search.",
+      },
+      methods: {
+        type: "object",
+        description: "Per retrieval method: how many candidates it contributed and its fusion weight. Keys: `lexical`, `dense`, and `rerank` when the rerank stage contributed.",
+        additionalProperties: ref("MethodStats"),
+      },
+      appliedFilters: ref("AppliedFilters"),
+      reranked: {
+        type: "boolean",
+        description:
+          "Present only when the rerank stage ran: true if it reordered the top candidates, false if it ran and the original order stands after a failure. Absent when rerank is disabled, the candidate pool is empty, or the query is whitespace-only.",
+      },
+      rerankMs: { type: "number", minimum: 0, description: "Duration of the rerank stage in milliseconds; present only when it ran." },
+    },
+  },
+  MethodStats: {
+    type: "object",
+    title: "MethodStats",
+    required: ["hits", "weight"],
+    properties: {
+      hits: { type: "number", minimum: 0, description: "Candidates this method returned." },
+      weight: { type: "number", description: "Weight of this method in score fusion." },
+    },
+  },
+  AppliedFilters: {
+    type: "object",
+    title: "AppliedFilters",
+    description: "The effective filters after defaults. Every field is always present; null means the constraint is off.",
+    required: ["categories", "excludeArchived", "minStars", "maxStars", "minForks", "maxForks", "language", "excludeRepos", "topics", "staleAfterMonths"],
+    properties: {
+      categories: ref("AppliedCategories"),
+      excludeArchived: { type: "boolean" },
+      minStars: { type: ["number", "null"] },
+      maxStars: { type: ["number", "null"] },
+      minForks: { type: ["number", "null"] },
+      maxForks: { type: ["number", "null"] },
+      language: { type: ["string", "null"] },
+      excludeRepos: { type: "array", items: { type: "string" } },
+      topics: { type: "array", items: { type: "string" } },
+      staleAfterMonths: { type: ["number", "null"] },
+    },
+  },
+  AppliedCategories: {
+    type: "object",
+    title: "AppliedCategories",
+    required: ["mode", "values", "includeUncategorized"],
+    properties: {
+      mode: {
+        type: "string",
+        enum: ["default", "explicit", "all"],
+        description: "`default`: categories omitted; `explicit`: the listed ones; `all`: `categories: []`, no category filtering.",
+      },
+      values: { type: "array", items: ref("Category"), description: "Effective categories for `default` and `explicit`; empty for `all`." },
+      includeUncategorized: { type: "boolean", description: "Whether repositories without a classified category pass the filter." },
+    },
+  },
+  Health: {
+    type: "object",
+    title: "Health",
+    description:
+      "`unhealthy` (HTTP 503) when the search core is not serving or the accounts database is down; `degraded` (200) when only the cache is down; otherwise `healthy` (200).",
+    required: ["status", "services", "version", "uptime"],
+    properties: {
+      status: { type: "string", enum: ["healthy", "degraded", "unhealthy"] },
+      services: {
+        type: "object",
+        required: ["db", "cache"],
+        properties: { db: ref("ServiceHealth"), cache: ref("ServiceHealth") },
+      },
+      version: { type: "string", description: "Version of the running service." },
+      uptime: { type: "number", minimum: 0, description: "Seconds since this gateway process started (one decimal)." },
+    },
+  },
+  ServiceHealth: {
+    type: "object",
+    title: "ServiceHealth",
+    required: ["status", "latencyMs"],
+    properties: {
+      status: { type: "string", enum: ["up", "down"] },
+      latencyMs: { type: "number", minimum: 0, description: "Round trip of the check in milliseconds." },
+      error: { type: "string", description: "Why the service is down." },
+    },
+  },
+  Error: {
+    type: "object",
+    title: "Error",
+    required: ["error"],
+    properties: {
+      error: {
+        type: "object",
+        required: ["code", "message", "status"],
+        properties: {
+          code: {
+            type: "string",
+            enum: [...PUBLIC_ERROR_CODES],
+            description: "Stable machine-readable code; branch on this, not on `message`.",
+          },
+          message: { type: "string", description: "Human-readable explanation." },
+          status: { type: "integer", description: "The HTTP status, repeated." },
+          details: {
+            type: "array",
+            items: ref("ErrorDetail"),
+            description: "Field-level problems (VALIDATION_ERROR only); every broken rule is listed, not just the first.",
+          },
+        },
+      },
+    },
+  },
+  ErrorDetail: {
+    type: "object",
+    title: "ErrorDetail",
+    required: ["path", "rule", "message"],
+    properties: {
+      path: {
+        type: "string",
+        description:
+          "JSON pointer (RFC 6901) into the request body, e.g. `/filters/minStars`; for an unknown or missing property it points at that property. `\"\"` is the whole body.",
+        examples: ["/filters/minStars"],
+      },
+      rule: {
+        type: "string",
+        description: "The broken JSON Schema keyword, e.g. `maximum`, `required`, `additionalProperties`, `pattern`; `maxBodyBytes` for an oversized body, `json` for malformed JSON, `contentType` for a wrong media type.",
+        examples: ["maximum"],
+      },
+      message: { type: "string", examples: ["must be <= 50"] },
+    },
+  },
+};
+
+const errorContent = (example: { code: string; message: string; status: number; details?: unknown[] }): Readonly<Record<string, MediaTypeObject>> => ({
+  "application/json": { schema: ref("Error"), examples: { example: { value: { error: example } } } },
+});
+
+const rateLimitHeaders = {
+  "X-RateLimit-Limit": { $ref: "#/components/headers/X-RateLimit-Limit" },
+  "X-RateLimit-Remaining": { $ref: "#/components/headers/X-RateLimit-Remaining" },
+  "X-RateLimit-Reset": { $ref: "#/components/headers/X-RateLimit-Reset" },
+} as const;
+
+const commonResponses = {
+  "429": { $ref: "#/components/responses/RateLimitExceeded" },
+  "500": { $ref: "#/components/responses/InternalError" },
+  "503": { $ref: "#/components/responses/RateLimitUnavailable" },
+} as const;
+
+export const openApiDocument: OpenApiDocument = {
+  openapi: "3.1.0",
+  info: {
+    title: "reposearch API",
+    version: API_VERSION,
+    summary: "Semantic search over public source-code repositories, built for AI agents.",
+    description: [
+      "Describe an implementation pattern, architecture, library capability or repository type in natural language; get back a ranked list of repositories with a relevance score and evidence snippets.",
+      "",
+      "- Authentication: `X-API-Key` header on everything except `GET /health` and the documentation. Never log or print the key.",
+      "- Price: $0.001 per successful search, debited from the account's credits. Requests answered with 4xx are not charged; a request that fails with 5xx after the debit is refunded.",
+      "- Rate limits: 30 requests per minute per client IP on every request, and 60 searches per minute per account. A 429 carries `Retry-After`.",
+      "- Errors: `{\"error\": {\"code\", \"message\", \"status\", \"details\"?}}`; branch on `code`.",
+      "- Plain-text guide for agents: `/llms.txt`. Interactive reference: `/docs`.",
+    ].join("\n"),
+    license: { name: "Apache-2.0", identifier: "Apache-2.0" },
+  },
+  servers: [{ url: "/", description: "This server." }],
+  tags: [
+    { name: "search", description: "Semantic repository search." },
+    { name: "health", description: "Service health." },
+    { name: "docs", description: "Descriptive documents: this OpenAPI description, the agent guide, the interactive reference." },
+  ],
+  security: [{ ApiKeyAuth: [] }],
+  paths: {
+    [SEARCH_PATH]: {
+      post: {
+        operationId: "searchRepositories",
+        tags: ["search"],
+        summary: "Search repositories by natural-language description",
+        description: [
+          "Filters are applied as metadata constraints before ranking; results are ordered by relevance, at most `limit`. `meta.appliedFilters` reports the effective filters including defaults. When the server's rerank stage runs it may reorder the top 100 candidates (`meta.reranked`, `meta.rerankMs`).",
+          "",
+          "Checks, in order: per-IP rate limit; `Content-Type: application/json`, body size (16 KiB by default) and JSON syntax (400); API key (401/403); per-account rate limit (429); body schema (400 with `details`); credits (403 INSUFFICIENT_CREDITS). Costs one search credit ($0.001) on success, including answers served from the short-lived query cache.",
+        ].join("\n"),
+        security: [{ ApiKeyAuth: [] }],
+        requestBody: {
+          required: true,
+          description: "The search. Only `query` is required.",
+          content: {
+            "application/json": {
+              schema: ref("SearchRequest"),
+              examples: {
+                minimal: { summary: "Only a query", value: { query: "rate limiter middleware for express backed by redis" } },
+                filtered: {
+                  summary: "With filters",
+                  value: {
+                    query: "vector database with HNSW index written in Rust",
+                    limit: 5,
+                    includeTree: true,
+                    filters: { language: "Rust", minStars: 100, categories: ["library", "data"], staleAfterMonths: 24 },
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          "200": {
+            description: "Ranked results. `X-RateLimit-*` headers describe the account's per-minute search limit.",
+            headers: { ...rateLimitHeaders, "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } },
+            content: { "application/json": { schema: ref("SearchResponse") } },
+          },
+          "400": { $ref: "#/components/responses/ValidationError" },
+          "401": { $ref: "#/components/responses/AuthError" },
+          "403": { $ref: "#/components/responses/Forbidden" },
+          "404": { $ref: "#/components/responses/NotFound" },
+          ...commonResponses,
+          "502": { $ref: "#/components/responses/ExternalServiceError" },
+        },
+      },
+    },
+    [HEALTH_PATH]: {
+      get: {
+        operationId: "getHealth",
+        tags: ["health"],
+        summary: "Health of the API and its backing services",
+        description:
+          "No authentication. `unhealthy` (503) when the search core is not serving or the accounts database is down; `degraded` (200) when only the cache is down; otherwise `healthy` (200). Every check has a short timeout, so this answers within about a second.",
+        security: [],
+        responses: {
+          "200": { description: "Healthy or degraded.", content: { "application/json": { schema: ref("Health") } } },
+          "429": { $ref: "#/components/responses/RateLimitExceeded" },
+          "503": { description: "Unhealthy. The body is the health report, not the error body.", content: { "application/json": { schema: ref("Health") } } },
+        },
+      },
+    },
+    [OPENAPI_PATH]: {
+      get: {
+        operationId: "getOpenApiDocument",
+        tags: ["docs"],
+        summary: "This OpenAPI 3.1 description",
+        description: "The authority for exact field names, validation rules and response schemas. No authentication.",
+        security: [],
+        responses: {
+          "200": { description: "The OpenAPI document.", content: { "application/json": { schema: { type: "object" } } } },
+          ...commonResponses,
+        },
+      },
+    },
+    [LLMS_TXT_PATH]: {
+      get: {
+        operationId: "getLlmsTxt",
+        tags: ["docs"],
+        summary: "Plain-text guide for AI agents (llmstxt.org format)",
+        description: "How to call the search endpoint: filters, defaults, errors, rate limits and pricing. No authentication.",
+        security: [],
+        responses: {
+          "200": { description: "The guide.", content: { "text/plain": { schema: { type: "string" } } } },
+          ...commonResponses,
+        },
+      },
+    },
+    [DOCS_PATH]: {
+      get: {
+        operationId: "getDocs",
+        tags: ["docs"],
+        summary: "Interactive API reference",
+        description: "An HTML reference rendered from this document. No authentication; loads no external resources.",
+        security: [],
+        responses: {
+          "200": { description: "HTML page.", content: { "text/html": { schema: { type: "string" } } } },
+          ...commonResponses,
+        },
+      },
+    },
+  },
+  components: {
+    schemas,
+    securitySchemes: {
+      ApiKeyAuth: {
+        type: "apiKey",
+        in: "header",
+        name: "X-API-Key",
+        description: "Account API key from the account dashboard. Keep it secret: never log, print or commit it.",
+      },
+    },
+    headers: {
+      "X-RateLimit-Limit": { description: "Requests allowed in the current one-minute window.", schema: { type: "integer", minimum: 0 } },
+      "X-RateLimit-Remaining": { description: "Requests remaining in the current window.", schema: { type: "integer", minimum: 0 } },
+      "X-RateLimit-Reset": { description: "Unix time (seconds) when the current window resets.", schema: { type: "integer", minimum: 0 } },
+      "Retry-After": { description: "Seconds to wait before retrying (integer, at least 1).", schema: { type: "integer", minimum: 1 } },
+      "X-Request-Id": {
+        description: "Identifier of this request, for support. Echoes the caller's `X-Request-Id` when it is a sane token (1-128 of `A-Za-z0-9._:-`).",
+        schema: { type: "string" },
+      },
+    },
+    responses: {
+      ValidationError: {
+        description:
+          "VALIDATION_ERROR: wrong `Content-Type`, body larger than the limit, malformed JSON, or a body that breaks the schema. `details` lists every problem. Fix the request; do not retry it unchanged.",
+        content: errorContent({
+          code: "VALIDATION_ERROR",
+          message: "request body is invalid",
+          status: 400,
+          details: [{ path: "/limit", rule: "maximum", message: "must be <= 50" }],
+        }),
+      },
+      AuthError: {
+        description: "AUTH_ERROR: the `X-API-Key` header is missing, or the key is unknown or revoked. Stop; configure a valid key.",
+        content: errorContent({ code: "AUTH_ERROR", message: "invalid API key", status: 401 }),
+      },
+      Forbidden: {
+        description:
+          "INSUFFICIENT_CREDITS: the account has no credits left (top up in the dashboard). FORBIDDEN: the account is suspended or the key lacks the `search` scope. Do not retry.",
+        content: errorContent({ code: "INSUFFICIENT_CREDITS", message: "insufficient credits: top up the account", status: 403 }),
+      },
+      NotFound: {
+        description: "NOT_FOUND: no such path, or the method is not supported on it. Check the path.",
+        content: errorContent({ code: "NOT_FOUND", message: "no route for POST /v1/search", status: 404 }),
+      },
+      RateLimitExceeded: {
+        description: "RATE_LIMIT_EXCEEDED: the per-IP or per-account limit for this minute is used up. Wait `Retry-After` seconds, then retry.",
+        headers: { ...rateLimitHeaders, "Retry-After": { $ref: "#/components/headers/Retry-After" } },
+        content: errorContent({ code: "RATE_LIMIT_EXCEEDED", message: "rate limit exceeded: 60 requests per minute per account", status: 429 }),
+      },
+      InternalError: {
+        description: "INTERNAL_ERROR: unexpected server error. Retry with jitter and a bounded number of attempts.",
+        content: errorContent({ code: "INTERNAL_ERROR", message: "internal error", status: 500 }),
+      },
+      ExternalServiceError: {
+        description:
+          "EXTERNAL_SERVICE_ERROR: the search core or the credits ledger failed or timed out. Nothing is charged (a debit is refunded). Retry with jitter and a bounded number of attempts.",
+        content: errorContent({ code: "EXTERNAL_SERVICE_ERROR", message: "search core unavailable", status: 502 }),
+      },
+      RateLimitUnavailable: {
+        description: "RATE_LIMIT_UNAVAILABLE: the rate-limit store is temporarily unreachable and the limiter fails closed. Retry after `Retry-After` seconds; no tight loop.",
+        headers: { "Retry-After": { $ref: "#/components/headers/Retry-After" } },
+        content: errorContent({ code: "RATE_LIMIT_UNAVAILABLE", message: "rate limiting temporarily unavailable", status: 503 }),
+      },
+    },
+  },
+};

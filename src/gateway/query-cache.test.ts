@@ -1,0 +1,86 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { after, test } from "node:test";
+import { Redis } from "ioredis";
+import { Logger } from "../common/logger.js";
+import type { SearchResponse } from "../core/types.js";
+import { createMemoryQueryCache, createQueryCache, createRedisQueryCache, queryCacheKey } from "./query-cache.js";
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+const response = (query: string): SearchResponse => ({
+  query,
+  results: [],
+  meta: {
+    total: 0,
+    timeMs: 1,
+    methods: {},
+    appliedFilters: {
+      categories: { mode: "default", values: [], includeUncategorized: true },
+      excludeArchived: true,
+      minStars: null,
+      maxStars: null,
+      minForks: null,
+      maxForks: null,
+      language: null,
+      excludeRepos: [],
+      topics: [],
+      staleAfterMonths: null,
+    },
+  },
+});
+
+test("queryCacheKey: defaults made explicit and key order ignored; any real difference changes the key", () => {
+  const base = queryCacheKey({ query: "q" });
+  assert.match(base, /^[0-9a-f]{64}$/);
+  assert.equal(queryCacheKey({ query: "q", limit: 10, includeTree: false, filters: { excludeArchived: true } }), base);
+  assert.equal(
+    queryCacheKey({ query: "q", filters: { minStars: 1, language: "Go" } }),
+    queryCacheKey({ filters: { language: "Go", minStars: 1 }, query: "q" }),
+  );
+  for (const other of [
+    { query: "q " },
+    { query: "q", limit: 11 },
+    { query: "q", includeTree: true },
+    { query: "q", filters: { excludeArchived: false } },
+    { query: "q", filters: { categories: [] } },
+  ]) {
+    assert.notEqual(queryCacheKey(other), base, JSON.stringify(other));
+  }
+  // [] (all categories) and omitted (default list) must not share an entry
+  assert.notEqual(queryCacheKey({ query: "q", filters: { categories: [] } }), queryCacheKey({ query: "q", filters: {} }));
+});
+
+test("memory cache: TTL expiry and LRU eviction", async () => {
+  const c = createMemoryQueryCache({ ttlMs: 50, maxEntries: 2 });
+  await c.set("a", response("a"));
+  await c.set("b", response("b"));
+  assert.equal((await c.get("a"))?.query, "a"); // a becomes most recent
+  await c.set("c", response("c")); // evicts b
+  assert.equal(await c.get("b"), undefined);
+  assert.equal((await c.get("a"))?.query, "a");
+  assert.equal((await c.get("c"))?.query, "c");
+  await new Promise((r) => setTimeout(r, 70));
+  assert.equal(await c.get("a"), undefined);
+});
+
+test("createQueryCache: off at TTL 0, memory without redis", () => {
+  const logger = new Logger();
+  assert.equal(createQueryCache({ gateway: { queryCacheTtlMs: 0, queryCacheSize: 10 } }, { redis: null }, logger), null);
+  assert.ok(createQueryCache({ gateway: { queryCacheTtlMs: 1000, queryCacheSize: 10 } }, { redis: null }, logger));
+});
+
+const redis = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+after(() => redis.disconnect());
+
+test("redis cache: round trip with expiry, shared by key prefix", async () => {
+  const keyPrefix = `test:qc:${process.pid}:${randomBytes(6).toString("hex")}`;
+  const c = createRedisQueryCache(redis, { ttlMs: 200, keyPrefix, logger: new Logger() });
+  assert.equal(await c.get("k"), undefined);
+  await c.set("k", response("hello"));
+  assert.deepEqual(await c.get("k"), response("hello"));
+  const ttl = await redis.pttl(`${keyPrefix}:k`);
+  assert.ok(ttl > 0 && ttl <= 200);
+  await new Promise((r) => setTimeout(r, 260));
+  assert.equal(await c.get("k"), undefined);
+});
