@@ -20,9 +20,15 @@ import type { Embedder } from "../src/embed/types.js";
 import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from "../src/eval/metrics.js";
 import { embeddingText } from "../src/indexer/doc-text.js";
 import { embeddedStoreFromConfig } from "../src/store/embedded/store.js";
+import type { ScoredPoint } from "../src/store/types.js";
+import { DEFAULT_FUSION, DENSE_CANDIDATES, fuse, LEXICAL_CANDIDATES, SearchEngine, type FusionWeights } from "../src/core/engine.js";
+import { understandQuery } from "../src/core/query.js";
+import { createReranker } from "../src/core/rerank/factory.js";
+import { createLocalReranker } from "../src/core/rerank/local.js";
+import type { Reranker } from "../src/core/rerank/types.js";
 
 const { values } = parseArgs({
-  options: { "data-dir": { type: "string" }, queries: { type: "string" }, "teacher-slice": { type: "string" } },
+  options: { "data-dir": { type: "string" }, queries: { type: "string" }, "teacher-slice": { type: "string" }, tune: { type: "boolean" } },
 });
 const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}) });
 const queriesFile = values.queries ?? path.resolve(projectRoot, "..", "shared", "eval", "dev.jsonl");
@@ -31,7 +37,69 @@ interface Row {
   method: string;
   metrics: QueryMetrics;
   p50Ms: number;
+  p99Ms?: number;
   queries: number;
+}
+
+/** The curated list a dev query was judged by: its id without the trailing counter. */
+function listOf(id: string): string {
+  return id.replace(/-\d+$/, "");
+}
+
+function engineFor(retrievers: { lexical: boolean; dense: boolean }, fusion: FusionWeights, reranker: Reranker | null): SearchEngine {
+  return SearchEngine.fromConfig(config, storeRef!, { retrievers, fusion, reranker, rerankTimeoutMs: 10_000 });
+}
+let storeRef: Awaited<ReturnType<typeof embeddedStoreFromConfig>> | null = null;
+
+async function loadFusion(): Promise<FusionWeights> {
+  return DEFAULT_FUSION;
+}
+
+/**
+ * Fusion-weight search with leave-one-list-out cross-validation: for each curated list, weights are
+ * fitted on the other lists' queries and scored on the held-out list, so no list judges its own fit.
+ */
+async function tune(store: Awaited<ReturnType<typeof embeddedStoreFromConfig>>, embedder: Embedder, queries: { id: string; query: string; rel: Set<string> }[]): Promise<void> {
+  const cached = [] as { list: string; rel: Set<string>; lex: ScoredPoint[]; dense: ScoredPoint[]; u: ReturnType<typeof understandQuery> }[];
+  for (const q of queries) {
+    const [v] = await embedder.embed([q.query]);
+    cached.push({
+      list: listOf(q.id),
+      rel: q.rel,
+      lex: await store.lexicalSearch({ text: q.query, limit: LEXICAL_CANDIDATES }),
+      dense: await store.denseSearch({ vector: v!, limit: DENSE_CANDIDATES }),
+      u: understandQuery(q.query),
+    });
+  }
+  const grid: FusionWeights[] = [];
+  for (const dense of [0, 0.03, 0.06, 0.1, 0.15, 0.25])
+    for (const stars of [0.2, 0.3, 0.45, 0.6])
+      for (const language of [0.05, 0.1, 0.2])
+        for (const category of [0, 0.05]) grid.push({ lexical: 1, dense, stars, language, category });
+  const score = (w: FusionWeights, subset: typeof cached) =>
+    meanMetrics(subset.map((c) => scoreRanking(fuse(c.lex, c.dense, c.u, w).slice(0, 50).map((x) => x.payload.key), c.rel)));
+  const lists = [...new Set(cached.map((c) => c.list))];
+  const heldOut: QueryMetrics[] = [];
+  for (const list of lists) {
+    const train = cached.filter((c) => c.list !== list);
+    let best = grid[0]!;
+    let bestN = -1;
+    for (const w of grid) {
+      const n = score(w, train).ndcg10;
+      if (n > bestN) [best, bestN] = [w, n];
+    }
+    const test = cached.filter((c) => c.list === list);
+    const m = score(best, test);
+    for (const _ of test) heldOut.push(m);
+    console.log(`  held-out ${list}: nDCG@10 ${m.ndcg10.toFixed(3)} with ${JSON.stringify(best)}`);
+  }
+  let best = grid[0]!;
+  let bestN = -1;
+  for (const w of grid) {
+    const n = score(w, cached).ndcg10;
+    if (n > bestN) [best, bestN] = [w, n];
+  }
+  console.log(`tune: leave-one-list-out nDCG@10 ${meanMetrics(heldOut).ndcg10.toFixed(3)} (query-weighted); fit on all: ${bestN.toFixed(3)} with ${JSON.stringify(best)}; current default ${score(DEFAULT_FUSION, cached).ndcg10.toFixed(3)}`);
 }
 
 function pct(xs: number[], p: number): number {
@@ -40,10 +108,10 @@ function pct(xs: number[], p: number): number {
 }
 
 function printTable(title: string, rows: Row[]): void {
-  console.log(`\n${title}\n| method | nDCG@10 | Recall@10 | Recall@50 | MRR | p50 ms |\n|---|---|---|---|---|---|`);
+  console.log(`\n${title}\n| method | nDCG@10 | Recall@10 | Recall@50 | MRR | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|`);
   for (const r of rows) {
     const m = r.metrics;
-    console.log(`| ${r.method} | ${m.ndcg10.toFixed(3)} | ${m.recall10.toFixed(3)} | ${m.recall50.toFixed(3)} | ${m.mrr.toFixed(3)} | ${r.p50Ms.toFixed(2)} |`);
+    console.log(`| ${r.method} | ${m.ndcg10.toFixed(3)} | ${m.recall10.toFixed(3)} | ${m.recall50.toFixed(3)} | ${m.mrr.toFixed(3)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms?.toFixed(2) ?? "–"} |`);
   }
 }
 
@@ -67,6 +135,7 @@ async function sliceEval(name: string, embedder: Embedder, slice: RepoRecord[], 
 
 async function main(): Promise<void> {
   const store = await embeddedStoreFromConfig(config);
+  storeRef = store;
   const info = await store.info();
   if (!info.version || !info.embedderId) throw new Error(`no published index in ${config.dataDir}: run \`npm start\` or \`npx reposearch index\` first`);
   const all = await loadEvalQueries(queriesFile);
@@ -79,21 +148,36 @@ async function main(): Promise<void> {
   const queries = all.map((q) => ({ ...q, rel: new Set(q.relevant.filter((k) => present.has(k))) })).filter((q) => q.rel.size > 0);
 
   const embedder = await loadQueryEmbedder(config, info.embedderId);
+  // Searched as the eval prescribes: every category, archived included.
+  const evalFilters = { categories: [], excludeArchived: false } as const;
+  const fusion = await loadFusion();
+  const reranker = await createReranker(config, { local: async () => createLocalReranker() });
+  const engines: [string, SearchEngine][] = [
+    ["lexical-only (BM25F + priors)", engineFor({ lexical: true, dense: false }, fusion, null)],
+    [`dense-only (${info.embedderId})`, engineFor({ lexical: false, dense: true }, fusion, null)],
+    ["hybrid", engineFor({ lexical: true, dense: true }, fusion, null)],
+  ];
+  if (reranker) engines.push([`hybrid + rerank (${reranker.id})`, engineFor({ lexical: true, dense: true }, fusion, reranker)]);
   const rows: Row[] = [];
-  for (const method of ["lexical", "dense"] as const) {
+  const perList: Record<string, Record<string, number>> = {};
+  for (const [name, engine] of engines) {
+    await engine.sync();
     const per: QueryMetrics[] = [];
     const times: number[] = [];
+    const lists = new Map<string, QueryMetrics[]>();
     for (const q of queries) {
-      const t0 = process.hrtime.bigint();
-      const hits =
-        method === "lexical"
-          ? await store.lexicalSearch({ text: q.query, limit: 50 })
-          : await store.denseSearch({ vector: (await embedder.embed([q.query]))[0]!, limit: 50 });
-      times.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      per.push(scoreRanking(hits.map((h) => h.payload.key), q.rel));
+      const t0 = performance.now();
+      const res = await engine.search({ query: q.query, limit: 50, filters: evalFilters });
+      times.push(performance.now() - t0);
+      const m = scoreRanking(res.results.map((r) => r.name.toLowerCase()), q.rel);
+      per.push(m);
+      const list = listOf(q.id);
+      lists.set(list, [...(lists.get(list) ?? []), m]);
     }
-    rows.push({ method: `${method}-only`, metrics: meanMetrics(per), p50Ms: pct(times, 50), queries: queries.length });
+    for (const [list, ms] of lists) (perList[list] ??= {})[name] = meanMetrics(ms).ndcg10;
+    rows.push({ method: name, metrics: meanMetrics(per), p50Ms: pct(times, 50), p99Ms: pct(times, 99), queries: queries.length });
   }
+  if (values.tune) await tune(store, embedder, queries);
   printTable(`dev.jsonl on ${info.count.toLocaleString("en-US")} repositories (index ${info.version}, ${info.embedderId}); ${queries.length} queries with judged repositories in the index`, rows);
 
   let sliceRows: Row[] = [];
@@ -125,7 +209,7 @@ async function main(): Promise<void> {
   await embedder.close();
   await store.close();
 
-  const result = { benchmark: "eval", date: new Date().toISOString(), index: info, queriesFile, full: rows, teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null };
+  const result = { benchmark: "eval", date: new Date().toISOString(), index: info, queriesFile, fusion, full: rows, perList, teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null };
   await mkdir(path.join(projectRoot, "results"), { recursive: true });
   await writeFile(path.join(projectRoot, "results", "eval.json"), JSON.stringify(result, null, 2) + "\n");
 }

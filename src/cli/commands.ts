@@ -6,8 +6,26 @@ import { parseShard, runIndex, type IndexReport } from "../indexer/indexer.js";
 import { Progress } from "../indexer/progress.js";
 import { embeddedStoreFromConfig } from "../store/embedded/store.js";
 import type { ScoredPoint } from "../store/types.js";
-import type { Command } from "./main.js";
+import { closeOnSignals, serve } from "../server/serve.js";
+import type { AccountStore } from "../gateway/accounts/types.js";
+import { VERSION, type Command } from "./main.js";
+
+/** The account `npm start` creates local development keys for. */
+const DEV_ACCOUNT = "local-dev";
+
+/** A fresh key for the development account, with credits topped up when the balance is low. */
+async function devKey(accounts: AccountStore): Promise<string> {
+  try {
+    await accounts.createAccount(DEV_ACCOUNT);
+  } catch (e) {
+    if (!(e instanceof ReposearchError && e.code === ErrorCode.ValidationError)) throw e; // already exists
+  }
+  if ((await accounts.balance(DEV_ACCOUNT)) < 1_000_000) await accounts.topup(DEV_ACCOUNT, 10_000_000, { reference: "npm start development credits" });
+  return (await accounts.createKey(DEV_ACCOUNT)).key;
+}
 import { adminCommands } from "./admin-commands.js";
+import { storeCommands } from "./store-commands.js";
+import { openStore } from "../store/factory.js";
 
 function positiveInt(flag: string, v: string | boolean | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -22,7 +40,7 @@ async function buildIndex(config: Config, opts: { limit?: number | undefined; sh
   if (!config.dataset) {
     throw new ReposearchError(ErrorCode.ValidationError, "no dataset: pass --dataset PATH_OR_URL or set DATASET (the default ../shared/data/repos.jsonl.gz does not exist)");
   }
-  const store = await embeddedStoreFromConfig(config);
+  const store = await openStore(config);
   try {
     return await runIndex({
       config,
@@ -129,8 +147,22 @@ export const commands: Record<string, Command> = {
       }
     },
   },
+  serve: {
+    summary: "run the gRPC search core and the REST gateway (or one of them, with --role) on the published index",
+    usage: "reposearch serve [--data-dir DIR] [--role all|core|gateway]",
+    options: { role: { type: "string" } },
+    async run({ config, values }) {
+      const role = (values.role as string | undefined) ?? "all";
+      if (role !== "all" && role !== "core" && role !== "gateway") throw new ReposearchError(ErrorCode.ValidationError, "--role must be all, core or gateway");
+      const running = await serve(config, role, VERSION);
+      if (running.gateway) console.log(`reposearch ${VERSION} serving at ${running.gateway.url}`);
+      if (running.core) console.log(`search core (gRPC) at ${running.core.grpc.address}`);
+      await closeOnSignals(running);
+      return 0;
+    },
+  },
   start: {
-    summary: "the main job on the embedded default: build the index when none is published, then report it",
+    summary: "the main job on the embedded default: build the index when none is published, then serve it and print a development key",
     usage: "reposearch start [--data-dir DIR] [--dataset PATH_OR_URL]",
     options: { dataset: { type: "string" } },
     async run({ config }) {
@@ -141,8 +173,26 @@ export const commands: Record<string, Command> = {
         logger.info("no published index; building one", { dataDir: config.dataDir, dataset: config.dataset });
         printReport(await buildIndex(config, {}));
       }
-      return commands.info!.run({ config, values: {}, positionals: [] });
+      const running = await serve(config, "all", VERSION);
+      const key = await devKey(running.gateway!.accounts);
+      const url = running.gateway!.url;
+      console.log(
+        [
+          "",
+          `reposearch ${VERSION} is serving at ${url}  (gRPC core at ${running.core!.grpc.address})`,
+          `development API key (account ${DEV_ACCOUNT}, shown once): ${key}`,
+          "",
+          "try:",
+          `  curl -s ${url}/v1/codehost/search -H 'Content-Type: application/json' -H 'X-API-Key: ${key}' \\`,
+          `    -d '{"query": "Go library for building CLIs with subcommands", "limit": 5}'`,
+          "",
+          `docs: ${url}/docs   health: ${url}/health   stop: Ctrl-C`,
+        ].join("\n"),
+      );
+      await closeOnSignals(running);
+      return 0;
     },
   },
   ...adminCommands,
+  ...storeCommands,
 };

@@ -62,7 +62,7 @@ const envSchema = z.object({
   INDEX_WATCH_INTERVAL_MS: int(100, 3_600_000).default(2_000),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
   // Rerank stage.
-  RERANKER: z.enum(RERANKER_KINDS).default("local"),
+  RERANKER: z.enum(RERANKER_KINDS).default("off"),
   RERANK_MODEL_DIR: optionalString,
   RERANK_HTTP_URL: optionalString,
   RERANK_TIMEOUT_MS: int(1, 600_000).default(200),

@@ -1,0 +1,140 @@
+/**
+ * Evidence: 1–3 short plain-text snippets per result saying why it matched, plus the compact tree
+ * and llms.txt address. README and description text is untrusted: markup, badges and control
+ * characters are stripped and every snippet is capped.
+ */
+import type { RepoPayload } from "../dataset/record.js";
+import { analyze, stripMarkup } from "../store/embedded/analyzer.js";
+import type { AppliedFilters } from "./types.js";
+import type { QueryUnderstanding } from "./query.js";
+
+export const MAX_EVIDENCE = 3;
+export const MAX_SNIPPET_CHARS = 200;
+export const TREE_MAX_ENTRIES = 200;
+export const TREE_MAX_DEPTH = 2;
+
+// C0/C1 controls, bidi overrides and zero-width characters: they can hide or reorder text shown to an agent.
+const UNSAFE_CHARS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
+
+/** Plain, single-line, capped text. */
+export function sanitizeSnippet(text: string, maxChars = MAX_SNIPPET_CHARS): string {
+  let s = stripMarkup(text).replace(UNSAFE_CHARS, " ").replace(/\s+/g, " ").trim();
+  if (s.length > maxChars) {
+    const cut = s.lastIndexOf(" ", maxChars - 1);
+    s = `${s.slice(0, cut > maxChars / 2 ? cut : maxChars - 1).trimEnd()}…`;
+  }
+  return s;
+}
+
+/** The first sentence-ish window of `text` containing one of `terms` (analysed forms). */
+function windowAround(text: string, terms: ReadonlySet<string>, maxChars: number): string | null {
+  const plain = sanitizeSnippet(text, 100_000);
+  if (!plain) return null;
+  const words = plain.split(" ");
+  for (let i = 0; i < words.length; i++) {
+    const t = analyze(words[i]!);
+    if (t.some((x) => terms.has(x))) {
+      const start = Math.max(0, i - 6);
+      let out = words.slice(start, start + 30).join(" ");
+      if (out.length > maxChars) out = sanitizeSnippet(out, maxChars);
+      return `${start > 0 ? "…" : ""}${out}${start + 30 < words.length && !out.endsWith("…") ? "…" : ""}`;
+    }
+  }
+  return null;
+}
+
+function matched(text: string | null | undefined, terms: ReadonlySet<string>): string[] {
+  if (!text) return [];
+  const out = new Set<string>();
+  for (const w of sanitizeSnippet(text, 100_000).split(/[\s,;:()/]+/)) {
+    const t = analyze(w);
+    if (t.length > 0 && t.every((x) => terms.has(x))) out.add(w.toLowerCase().replace(/[^\p{L}\p{N}+#.\-]/gu, ""));
+  }
+  out.delete("");
+  return [...out];
+}
+
+const fmt = new Intl.NumberFormat("en-US");
+
+export interface EvidenceInput {
+  readonly payload: RepoPayload;
+  readonly queryTerms: ReadonlySet<string>;
+  /** Cosine similarity of the query and the repository's embedding, when dense retrieval scored it. */
+  readonly semantic: number | null;
+  readonly applied: AppliedFilters;
+  readonly understanding: QueryUnderstanding;
+}
+
+export function buildEvidence(x: EvidenceInput): string[] {
+  const p = x.payload;
+  const out: string[] = [];
+  const terms = x.queryTerms;
+  if (terms.size > 0) {
+    const inName = matched(p.name.replace(/[-_./]+/g, " "), terms);
+    const inTopics = p.topics.filter((t) => analyze(t.replace(/-/g, " ")).some((a) => terms.has(a)));
+    const inDesc = matched(p.description, terms);
+    const parts: string[] = [];
+    if (inName.length) parts.push(`name (${inName.slice(0, 4).join(", ")})`);
+    if (inTopics.length) parts.push(`topics (${inTopics.slice(0, 4).join(", ")})`);
+    if (inDesc.length) parts.push(`description (${inDesc.slice(0, 5).join(", ")})`);
+    if (parts.length) out.push(sanitizeSnippet(`Matched terms in ${parts.join("; ")}`));
+    else if (p.readme) {
+      const w = windowAround(p.readme, terms, 160);
+      if (w) out.push(sanitizeSnippet(`README: "${w}"`));
+    }
+  }
+  if (x.semantic !== null && out.length < MAX_EVIDENCE) {
+    const what = p.description ? `: "${sanitizeSnippet(p.description, 120)}"` : "";
+    out.push(`Semantic match ${x.semantic.toFixed(2)} (cosine) with the repository's description and topics${what}`);
+  }
+  const facts: string[] = [];
+  const a = x.applied;
+  if (a.language !== null && p.language) facts.push(`language ${p.language} (filter)`);
+  else if (x.understanding.language !== null && p.languageLc === x.understanding.language) facts.push(`language ${p.language} (named in the query)`);
+  if (p.stars !== null && (a.minStars !== null || a.maxStars !== null || p.stars >= 1000)) facts.push(`${fmt.format(p.stars)} stars`);
+  if (a.topics.length) {
+    const hit = p.topics.filter((t) => a.topics.some((f) => f.toLowerCase() === t));
+    if (hit.length) facts.push(`topic ${hit.slice(0, 3).join(", ")} (filter)`);
+  }
+  if (p.category) facts.push(`category ${p.category}`);
+  if (p.pushedAt && (a.staleAfterMonths !== null || facts.length < 3)) facts.push(`last push ${p.pushedAt.slice(0, 10)}`);
+  if (p.isArchived === true) facts.push("archived");
+  if (facts.length && out.length < MAX_EVIDENCE) out.push(sanitizeSnippet(`Facts: ${facts.join("; ")}`));
+  if (x.understanding.notes.length && out.length < MAX_EVIDENCE) out.push(sanitizeSnippet(`Query understood as: ${x.understanding.notes.join("; ")}`));
+  return out.slice(0, MAX_EVIDENCE);
+}
+
+/**
+ * The compact file tree: one path per line, directories end with "/", depth ≤ 2, ≤ 200 entries,
+ * sorted as the index stored them; null when the index has no tree for the repository.
+ */
+export function compactTree(tree: readonly string[] | null): string | null {
+  if (tree === null) return null;
+  const out: string[] = [];
+  for (const raw of tree) {
+    if (out.length >= TREE_MAX_ENTRIES) break;
+    const path = raw.replace(UNSAFE_CHARS, "").replace(/\\/g, "/").replace(/^\/+/, "").trim();
+    if (!path || path.includes("\n")) continue;
+    const isDir = path.endsWith("/");
+    const depth = path.replace(/\/$/, "").split("/").length;
+    if (depth > TREE_MAX_DEPTH) continue;
+    out.push(isDir ? path : path);
+  }
+  return out.join("\n");
+}
+
+/**
+ * The address of the repository's llms.txt (preferred) or llms-full.txt, as a raw-file URL on the
+ * code host when the repository URL is a GitHub one; null when the index knows of none.
+ */
+export function llmsUrlOf(p: Pick<RepoPayload, "url" | "name" | "llmsTxtPaths">): string | null {
+  const paths = p.llmsTxtPaths;
+  if (!paths || paths.length === 0) return null;
+  const pick = paths.find((x) => /(^|\/)llms\.txt$/i.test(x)) ?? paths[0]!;
+  const clean = pick.replace(/^\/+/, "");
+  if (!/^[\w.\-/]+$/.test(clean) || clean.includes("..")) return null;
+  const gh = p.url?.match(/^https?:\/\/github\.com\/([^/\s]+)\/([^/\s#?]+)/i);
+  if (gh) return `https://raw.githubusercontent.com/${gh[1]}/${gh[2]!.replace(/\.git$/, "")}/HEAD/${clean}`;
+  if (p.url && /^https?:\/\//.test(p.url)) return `${p.url.replace(/\/+$/, "")}/${clean}`;
+  return null;
+}

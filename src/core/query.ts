@@ -1,0 +1,83 @@
+/**
+ * Query understanding: what an agent's description says beyond its words. Each finding is a soft
+ * signal for ranking (a boost, never a filter the caller did not ask for) and is reported in evidence.
+ */
+import type { Category } from "../dataset/record.js";
+
+export interface QueryUnderstanding {
+  /** Lowercased primary language named in the query (as stored in languageLc), or null. */
+  readonly language: string | null;
+  /** Repository kinds the wording points to, strongest first. */
+  readonly categories: readonly Category[];
+  /** Human-readable notes for evidence. */
+  readonly notes: readonly string[];
+}
+
+// Surface form (lowercase) → languageLc. Ambiguous English words ("go", "rust") only count in
+// phrases that name a programming language; see LANGUAGE_CONTEXT.
+const LANGUAGE_ALIASES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/\b(?:golang|go(?= (?:library|libraries|package|packages|module|modules|cli|framework|server|client|sdk|implementation|port|code|project|app|tool|web)))\b/, "go"],
+  [/\bin go\b|\bgo\b(?=[,.]?$)|\bwritten in go\b|\bfor go\b/, "go"],
+  [/\brust(?:lang)?\b(?! (?:removal|proof))/, "rust"],
+  [/\bpython(?:3)?\b|\bpypi\b|\bdjango\b|\bflask\b|\bfastapi\b/, "python"],
+  [/\btypescript\b|\bts\b(?= (?:library|types))/, "typescript"],
+  [/\bjavascript\b|\bnode(?:\.?js)?\b|\bnpm\b|\bjs\b/, "javascript"],
+  [/\bjava\b(?!script)|\bspring boot\b|\bjvm\b/, "java"],
+  [/\bkotlin\b|\bandroid jetpack\b/, "kotlin"],
+  [/\bswift\b|\bswiftui\b|\bios\b/, "swift"],
+  [/\bc\+\+|\bcpp\b/, "c++"],
+  [/\bc#|\bcsharp\b|\.net\b|\bdotnet\b/, "c#"],
+  [/\bruby\b|\brails\b/, "ruby"],
+  [/\bphp\b|\blaravel\b|\bsymfony\b/, "php"],
+  [/\bdart\b|\bflutter\b/, "dart"],
+  [/\bscala\b/, "scala"],
+  [/\belixir\b|\bphoenix framework\b/, "elixir"],
+  [/\bhaskell\b/, "haskell"],
+  [/\bzig\b/, "zig"],
+  [/\blua\b|\bneovim plugin\b/, "lua"],
+  [/\bclojure\b/, "clojure"],
+  [/\bjulia\b/, "julia"],
+  [/\bc language\b|\bin c\b|\bwritten in c\b|\bc library\b/, "c"],
+  [/\bshell script|\bbash\b/, "shell"],
+  [/\bvue(?:\.?js)?\b/, "vue"],
+  [/\bsvelte\b/, "svelte"],
+  [/\bocaml\b/, "ocaml"],
+  [/\bnim\b/, "nim"],
+  [/\bperl\b/, "perl"],
+  [/\b(?:r language|in r\b|r package)/, "r"],
+];
+
+const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
+  [/\bawesome(?:[- ]lists?)?\b|\bcurated (?:list|collection)\b|\blist of (?:resources|tools|libraries)\b/, "curated-list", "a curated list"],
+  [/\btutorials?\b|\bcourses?\b|\blearn(?:ing)?\b|\bexercises?\b|\bbook\b|\binterview prep/, "educational", "learning material"],
+  [/\bself[- ]hosted\b|\bapp(?:lication)?\b(?! (?:framework|server framework))|\bdashboard\b/, "application", "an application"],
+  [/\bboilerplate\b|\bstarter(?: kit| template)?\b|\btemplate\b|\bscaffold/, "starter", "a starter template"],
+  [/\bplugins?\b|\bextensions?\b|\badd-?ons?\b/, "plugin", "a plugin or extension"],
+  [/\bcli\b|\bcommand[- ]line\b|\btool(?:s|ing)?\b|\blinter\b/, "tool", "a tool"],
+  [/\blibrar(?:y|ies)\b|\bpackage\b|\bsdk\b|\bclient\b/, "library", "a library"],
+  [/\bframework\b/, "framework", "a framework"],
+  [/\bagents?\b|\bagentic\b|\bmcp\b/, "agent", "agents"],
+];
+
+export function understandQuery(query: string): QueryUnderstanding {
+  const q = ` ${query.toLowerCase().replace(/\s+/g, " ").trim()} `.trim();
+  let language: string | null = null;
+  for (const [re, lang] of LANGUAGE_ALIASES) {
+    if (re.test(q)) {
+      language = lang;
+      break;
+    }
+  }
+  const categories: Category[] = [];
+  const kinds: string[] = [];
+  for (const [re, cat, label] of KIND_CUES) {
+    if (re.test(q) && !categories.includes(cat)) {
+      categories.push(cat);
+      kinds.push(label);
+    }
+  }
+  const notes: string[] = [];
+  if (language !== null) notes.push(`language ${language}`);
+  if (kinds.length) notes.push(`looking for ${kinds.slice(0, 2).join(" or ")}`);
+  return { language, categories: categories.slice(0, 2), notes };
+}
