@@ -151,7 +151,9 @@ async function main(): Promise<void> {
   // Searched as the eval prescribes: every category, archived included.
   const evalFilters = { categories: [], excludeArchived: false } as const;
   const fusion = await loadFusion();
-  const reranker = await createReranker(config, { local: async () => createLocalReranker() });
+  // The server's reranker when one is configured; otherwise the in-process one, so the ablation
+  // always shows what rerank would do (it is off by default because it does not raise nDCG@10).
+  const reranker = (await createReranker(config, { local: async () => createLocalReranker() })) ?? createLocalReranker();
   const engines: [string, SearchEngine][] = [
     ["lexical-only (BM25F + priors)", engineFor({ lexical: true, dense: false }, fusion, null)],
     [`dense-only (${info.embedderId})`, engineFor({ lexical: false, dense: true }, fusion, null)],
