@@ -61,6 +61,7 @@ const envSchema = z.object({
   CORE_TIMEOUT_MS: int(1, 600_000).default(2_000),
   INDEX_WATCH_INTERVAL_MS: int(100, 3_600_000).default(2_000),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+  METRICS_PORT: int(0, 65535).default(9464),
   // Rerank stage.
   RERANKER: z.enum(RERANKER_KINDS).default("off"),
   RERANK_MODEL_DIR: optionalString,
@@ -129,6 +130,8 @@ export interface Config {
     readonly indexWatchIntervalMs: number;
     /** How long shutdown waits for in-flight requests before closing connections. */
     readonly shutdownGraceMs: number;
+    /** HTTP port of a core-only process for /metrics and /health (the gateway serves its own). */
+    readonly metricsPort: number;
   };
   readonly rerank: {
     /** Which reranker the server enables; "off" disables the stage whatever requests ask. */
@@ -232,6 +235,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       coreTimeoutMs: e.CORE_TIMEOUT_MS,
       indexWatchIntervalMs: e.INDEX_WATCH_INTERVAL_MS,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+      metricsPort: e.METRICS_PORT,
     },
     rerank: {
       kind: e.RERANKER,

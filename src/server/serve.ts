@@ -127,8 +127,42 @@ export interface Running {
   close(): Promise<void>;
 }
 
+/**
+ * A core-only process's HTTP side: /metrics (Prometheus) and /health (200 when an index is served,
+ * 503 otherwise) for orchestrators that probe over HTTP.
+ */
+async function startCoreHttp(config: Config, core: CoreHandle): Promise<Server> {
+  const { createServer } = await import("node:http");
+  const { Registry, collectDefaultMetrics, Gauge } = await import("prom-client");
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const points = new Gauge({ name: "index_points", help: "Points in the served index version", registers: [registry] });
+  const age = new Gauge({ name: "index_age_seconds", help: "Seconds since the served index version was published", registers: [registry] });
+  const server = createServer((req, res) => {
+    void (async () => {
+      if (req.url === "/metrics") {
+        const s = await core.engine.stats();
+        points.set(s.count);
+        if (s.ageSeconds !== null) age.set(s.ageSeconds);
+        res.writeHead(200, { "Content-Type": registry.contentType }).end(await registry.metrics());
+      } else if (req.url === "/health") {
+        const ok = core.engine.ready();
+        res.writeHead(ok ? 200 : 503, { "Content-Type": "application/json" }).end(JSON.stringify({ status: ok ? "serving" : "not_serving" }));
+      } else {
+        res.writeHead(404, { "Content-Type": "application/json" }).end(JSON.stringify({ error: { code: "NOT_FOUND", message: "no such path", status: 404 } }));
+      }
+    })().catch(() => res.writeHead(500).end());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.server.metricsPort, config.server.host, () => resolve());
+  });
+  return server;
+}
+
 export async function serve(config: Config, role: Role, version: string): Promise<Running> {
   const core = role === "gateway" ? null : await startCore(config, { version });
+  const coreHttp = role === "core" && core ? await startCoreHttp(config, core) : null;
   let gateway: GatewayHandle | null = null;
   try {
     gateway = role === "core" ? null : await startGateway(config, { version, ...(core ? { coreAddress: core.grpc.address } : {}) });
@@ -144,6 +178,7 @@ export async function serve(config: Config, role: Role, version: string): Promis
       // Gateway first (stop taking requests), then the core it calls.
       closing ??= (async () => {
         await gateway?.close();
+        coreHttp?.close();
         await core?.close();
       })();
       return closing;
