@@ -4,7 +4,6 @@ import type { Config } from "../config/config.js";
 import { loadQueryEmbedder } from "../embed/factory.js";
 import { parseShard, runIndex, type IndexReport } from "../indexer/indexer.js";
 import { Progress } from "../indexer/progress.js";
-import { embeddedStoreFromConfig } from "../store/embedded/store.js";
 import type { ScoredPoint } from "../store/types.js";
 import { closeOnSignals, serve } from "../server/serve.js";
 import type { AccountStore } from "../gateway/accounts/types.js";
@@ -107,7 +106,7 @@ export const commands: Record<string, Command> = {
     usage: "reposearch info [--data-dir DIR]",
     options: {},
     async run({ config }) {
-      const store = await embeddedStoreFromConfig(config);
+      const store = await openStore(config);
       try {
         const info = await store.info();
         const ageS = info.publishedAt ? Math.round((Date.now() - Date.parse(info.publishedAt)) / 1000) : null;
@@ -129,7 +128,7 @@ export const commands: Record<string, Command> = {
       const limit = positiveInt("limit", values.limit) ?? 10;
       const mode = (values.mode as string | undefined) ?? "dense";
       if (mode !== "dense" && mode !== "lexical") throw new ReposearchError(ErrorCode.ValidationError, "--mode must be dense or lexical");
-      const store = await embeddedStoreFromConfig(config);
+      const store = await openStore(config);
       try {
         const info = await store.info();
         if (!info.version || !info.embedderId) throw new ReposearchError(ErrorCode.Unavailable, `no published index in ${config.dataDir}: run \`reposearch index\` first`);
@@ -166,7 +165,7 @@ export const commands: Record<string, Command> = {
     usage: "reposearch start [--data-dir DIR] [--dataset PATH_OR_URL]",
     options: { dataset: { type: "string" } },
     async run({ config }) {
-      const store = await embeddedStoreFromConfig(config);
+      const store = await openStore(config);
       const info = await store.info();
       await store.close();
       if (!info.version) {

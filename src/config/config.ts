@@ -29,6 +29,18 @@ const optionalString = z
 
 export const EMBEDDER_KINDS = ["static", "use-lite", "onnx", "http"] as const;
 export type EmbedderKind = (typeof EMBEDDER_KINDS)[number];
+export const VECTOR_STORE_KINDS = ["embedded", "qdrant"] as const;
+export type VectorStoreKind = (typeof VECTOR_STORE_KINDS)[number];
+export const DEFAULT_QDRANT_COLLECTION = "repos";
+
+export interface QdrantSettings {
+  readonly url: string;
+  readonly apiKey: string | null;
+  readonly collection: string;
+  readonly quantization: "none" | "int8";
+  readonly timeoutMs: number;
+}
+
 export const RERANKER_KINDS = ["off", "local", "onnx", "http"] as const;
 export type RerankerKind = (typeof RERANKER_KINDS)[number];
 
@@ -81,6 +93,13 @@ const envSchema = z.object({
   MAX_BODY_BYTES: int(256, 10_000_000).default(16_384),
   QUERY_CACHE_TTL_MS: int(0, 86_400_000).default(60_000),
   QUERY_CACHE_SIZE: int(0, 10_000_000).default(10_000),
+  // Vector store (validated below with messages that name each variable).
+  VECTOR_STORE: optionalString,
+  QDRANT_URL: optionalString,
+  QDRANT_API_KEY: optionalString,
+  QDRANT_COLLECTION: optionalString,
+  QDRANT_QUANTIZATION: optionalString,
+  QDRANT_TIMEOUT_MS: optionalString,
 });
 
 export interface Config {
@@ -114,6 +133,12 @@ export interface Config {
     /** Points per durable checkpoint chunk. */
     readonly checkpointEvery: number;
     readonly progressIntervalMs: number;
+  };
+  /** Which vector store the indexer writes and the core reads. */
+  readonly vectorStore: {
+    readonly kind: VectorStoreKind;
+    /** Set when kind is "qdrant". */
+    readonly qdrant: QdrantSettings | null;
   };
   readonly server: {
     /** Interface both servers bind to. */
@@ -198,6 +223,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   if (e.RERANK_HTTP_URL && !/^https?:\/\//.test(e.RERANK_HTTP_URL)) problems.push("RERANK_HTTP_URL: must be an http(s) URL");
   if (!/^redis(s)?:\/\//.test(e.REDIS_URL)) problems.push("REDIS_URL: must be a redis:// or rediss:// URL");
   if (!/^postgres(ql)?:\/\//.test(e.DATABASE_URL)) problems.push("DATABASE_URL: must be a postgres:// URL");
+  const storeKind = e.VECTOR_STORE ?? "embedded";
+  if (!(VECTOR_STORE_KINDS as readonly string[]).includes(storeKind)) problems.push(`VECTOR_STORE: must be one of ${VECTOR_STORE_KINDS.join(", ")} (got ${JSON.stringify(storeKind)})`);
+  if (e.QDRANT_URL !== null && !/^https?:\/\/[^/\s]+/.test(e.QDRANT_URL)) problems.push(`QDRANT_URL: must be an http(s) URL (got ${JSON.stringify(e.QDRANT_URL)})`);
+  if (storeKind === "qdrant" && e.QDRANT_URL === null) problems.push("QDRANT_URL: required when VECTOR_STORE=qdrant");
+  const collection = e.QDRANT_COLLECTION ?? DEFAULT_QDRANT_COLLECTION;
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(collection)) problems.push(`QDRANT_COLLECTION: letters, digits, _ and - only (got ${JSON.stringify(collection)})`);
+  const quantization = e.QDRANT_QUANTIZATION ?? "none";
+  if (quantization !== "none" && quantization !== "int8") problems.push(`QDRANT_QUANTIZATION: must be none or int8 (got ${JSON.stringify(quantization)})`);
+  const qTimeout = e.QDRANT_TIMEOUT_MS === null ? 30_000 : Number(e.QDRANT_TIMEOUT_MS);
+  if (!Number.isInteger(qTimeout) || qTimeout < 1 || qTimeout > 3_600_000) problems.push(`QDRANT_TIMEOUT_MS: must be an integer in [1, 3600000] (got ${JSON.stringify(e.QDRANT_TIMEOUT_MS)})`);
   if (problems.length) throw new ConfigError(problems);
   const dataDir = path.resolve(e.DATA_DIR);
 
@@ -226,6 +261,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     indexer: {
       checkpointEvery: e.INDEX_CHECKPOINT_EVERY,
       progressIntervalMs: e.PROGRESS_INTERVAL_MS,
+    },
+    vectorStore: {
+      kind: storeKind as VectorStoreKind,
+      qdrant:
+        storeKind === "qdrant"
+          ? { url: e.QDRANT_URL!, apiKey: e.QDRANT_API_KEY, collection, quantization: quantization as "none" | "int8", timeoutMs: qTimeout }
+          : null,
     },
     server: {
       host: e.HOST,

@@ -16,26 +16,29 @@ import { createGatewayApp } from "../gateway/app.js";
 import { openAccountStore, type AccountStore } from "../gateway/accounts/index.js";
 import { createLimiter, type Limiter } from "../gateway/limiter.js";
 import { createQueryCache } from "../gateway/query-cache.js";
-import { embeddedStoreFromConfig, type EmbeddedStore } from "../store/embedded/store.js";
+import { EmbeddedStore } from "../store/embedded/store.js";
+import { openStore } from "../store/factory.js";
+import type { VectorStore } from "../store/types.js";
 
 export type Role = "all" | "core" | "gateway";
 
 export interface CoreHandle {
   readonly engine: SearchEngine;
   readonly grpc: GrpcServerHandle;
-  readonly store: EmbeddedStore;
+  readonly store: VectorStore;
   close(): Promise<void>;
 }
 
 export async function startCore(config: Config, opts: { logger?: Logger; version: string }): Promise<CoreHandle> {
   const log = opts.logger ?? rootLogger.child({ component: "core" });
-  const store = await embeddedStoreFromConfig(config, log);
+  const store = await openStore(config, { logger: log });
   const reranker = await createReranker(config, { local: async () => createLocalReranker() });
   const engine = SearchEngine.fromConfig(config, store, { reranker, logger: log });
   await engine.sync();
   // New versions are picked up by the store's watcher (an atomic pointer swap per request); the
   // engine follows so that a new embedder is loaded before queries need it.
-  store.watch(config.server.indexWatchIntervalMs);
+  // (QdrantStore reads its version per call; the embedded store swaps segments on this watcher.)
+  if (store instanceof EmbeddedStore) store.watch(config.server.indexWatchIntervalMs);
   const timer = setInterval(() => void engine.sync().catch((e: unknown) => log.warn("index sync failed", { error: (e as Error).message })), config.server.indexWatchIntervalMs);
   timer.unref();
   const grpc = await startGrpcServer({ core: engine, host: config.server.host, port: config.server.grpcPort, logger: log, shutdownGraceMs: config.server.shutdownGraceMs });
