@@ -6,6 +6,9 @@ import { parseShard, runIndex, type IndexReport } from "../indexer/indexer.js";
 import { Progress } from "../indexer/progress.js";
 import type { ScoredPoint } from "../store/types.js";
 import { closeOnSignals, serve } from "../server/serve.js";
+import { BootstrapStore, FallbackStore } from "../store/bootstrap.js";
+import { EmbeddedStore } from "../store/embedded/store.js";
+import type { VectorStore } from "../store/types.js";
 import type { AccountStore } from "../gateway/accounts/types.js";
 import { VERSION, type Command } from "./main.js";
 
@@ -167,12 +170,25 @@ export const commands: Record<string, Command> = {
     async run({ config }) {
       const store = await openStore(config);
       const info = await store.info();
-      await store.close();
-      if (!info.version) {
-        logger.info("no published index; building one", { dataDir: config.dataDir, dataset: config.dataset });
-        printReport(await buildIndex(config, {}));
+      let servedStore: VectorStore | undefined;
+      let firstBuild = false;
+      if (!info.version && config.dataset && store instanceof EmbeddedStore) {
+        // First run: answer lexical-only from an in-memory index within seconds while the full index
+        // builds; the served store switches to the published version as soon as it appears.
+        logger.info("no published index: serving a lexical-only bootstrap index while the full index builds", { dataDir: config.dataDir });
+        store.watch(config.server.indexWatchIntervalMs);
+        servedStore = new FallbackStore(store, await BootstrapStore.build(config.dataset, { logger }), () =>
+          logger.info("the full index is published; serving it (lexical and dense)"),
+        );
+        firstBuild = true;
+      } else {
+        await store.close();
+        if (!info.version) {
+          logger.info("no published index; building one", { dataDir: config.dataDir, dataset: config.dataset });
+          printReport(await buildIndex(config, {}));
+        }
       }
-      const running = await serve(config, "all", VERSION);
+      const running = await serve(config, "all", VERSION, servedStore ? { store: servedStore } : {});
       const key = await devKey(running.gateway!.accounts);
       const url = running.gateway!.url;
       console.log(
@@ -186,9 +202,15 @@ export const commands: Record<string, Command> = {
           `    -d '{"query": "Go library for building CLIs with subcommands", "limit": 5}'`,
           "",
           `docs: ${url}/docs   health: ${url}/health   stop: Ctrl-C`,
+          ...(firstBuild ? ["", "first run: searches answer lexical-only until the full index is built (a few minutes; meta.methods shows which ran)"] : []),
         ].join("\n"),
       );
-      await closeOnSignals(running);
+      const stopped = closeOnSignals(running);
+      if (firstBuild) {
+        // The build runs beside the server in this process; a failed build leaves the bootstrap serving.
+        buildIndex(config, {}).then(printReport, (e: unknown) => logger.error("index build failed; still serving the bootstrap index", { error: (e as Error).message }));
+      }
+      await stopped;
       return 0;
     },
   },

@@ -172,7 +172,7 @@ export class SearchEngine implements SearchCore {
 
     const understanding = understandQuery(text);
     const embedder = info.embedderId !== null && this.embedderId === info.embedderId ? this.embedder : null;
-    const stage = this.opts.onStage;
+    const stage = bothStageHooks(this.opts.onStage, options.onStage);
 
     // Lexical and dense retrieval under the same filter. Dense first embeds (synchronous work for
     // the static embedder, a few ms for USE-lite); lexical runs meanwhile where the store is remote.
@@ -182,6 +182,9 @@ export class SearchEngine implements SearchCore {
       ? (async () => {
           const [vec] = await timed(() => embedder.embed([text]), "embed", stage);
           checkAborted(signal);
+          // An all-zero vector means the embedder knows none of the query's words: every cosine is
+          // 0, so dense retrieval would only return arbitrary (popular) repositories as "matches".
+          if (!vec!.some((x) => x !== 0)) return [];
           return timed(() => this.store.denseSearch({ vector: vec!, filter, limit: DENSE_CANDIDATES }), "dense", stage);
         })()
       : Promise.resolve(null);
@@ -253,6 +256,15 @@ function checkAborted(signal: AbortSignal | undefined): void {
     if (reason instanceof ReposearchError) throw reason;
     throw new ReposearchError(ErrorCode.DeadlineExceeded, "the search was cancelled or ran past its deadline");
   }
+}
+
+/** The engine's hook (metrics) and the call's (trace spans), either or both. */
+function bothStageHooks(a: EngineOptions["onStage"], b: SearchOptions["onStage"]): EngineOptions["onStage"] {
+  if (!a || !b) return a ?? b;
+  return (stage, seconds) => {
+    a(stage, seconds);
+    b(stage, seconds);
+  };
 }
 
 async function timed<T>(fn: () => Promise<T>, name: Stage, stage: EngineOptions["onStage"]): Promise<T> {

@@ -5,16 +5,21 @@
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Registry } from "prom-client";
 import { logger as rootLogger, type Logger } from "../common/logger.js";
+import { newRegistry } from "../common/metrics.js";
+import { initTracing } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
 import { SearchEngine } from "../core/engine.js";
 import { CoreClient } from "../core/grpc/client.js";
 import { startGrpcServer, type GrpcServerHandle } from "../core/grpc/server.js";
+import { createCoreMetrics, type CoreMetrics } from "../core/metrics.js";
 import { createReranker } from "../core/rerank/factory.js";
 import { createLocalReranker } from "../core/rerank/local.js";
 import { createGatewayApp } from "../gateway/app.js";
 import { openAccountStore, type AccountStore } from "../gateway/accounts/index.js";
 import { createLimiter, type Limiter } from "../gateway/limiter.js";
+import { createGatewayMetrics, type GatewayMetrics } from "../gateway/metrics.js";
 import { createQueryCache } from "../gateway/query-cache.js";
 import { EmbeddedStore } from "../store/embedded/store.js";
 import { openStore } from "../store/factory.js";
@@ -26,14 +31,25 @@ export interface CoreHandle {
   readonly engine: SearchEngine;
   readonly grpc: GrpcServerHandle;
   readonly store: VectorStore;
+  /** The core's metrics (on the registry passed in, or a fresh one). */
+  readonly metrics: CoreMetrics;
   close(): Promise<void>;
 }
 
-export async function startCore(config: Config, opts: { logger?: Logger; version: string }): Promise<CoreHandle> {
+/** `registry`: where the core's metrics go; pass the gateway's to expose both on one /metrics. */
+/** `store`: serve this store instead of opening the configured one (the caller watches and closes it with the core). */
+export async function startCore(config: Config, opts: { logger?: Logger; version: string; registry?: Registry; store?: VectorStore }): Promise<CoreHandle> {
   const log = opts.logger ?? rootLogger.child({ component: "core" });
-  const store = await openStore(config, { logger: log });
+  const metrics = createCoreMetrics(opts.registry);
+  const store = opts.store ?? (await openStore(config, { logger: log }));
   const reranker = await createReranker(config, { local: async () => createLocalReranker() });
-  const engine = SearchEngine.fromConfig(config, store, { reranker, logger: log });
+  const engine = SearchEngine.fromConfig(config, store, {
+    reranker,
+    logger: log,
+    onStage: (stage, seconds) => metrics.observeStage(stage, seconds),
+    onRerankFallback: () => metrics.rerankFallback(),
+  });
+  metrics.trackIndex(() => engine.stats());
   await engine.sync();
   // New versions are picked up by the store's watcher (an atomic pointer swap per request); the
   // engine follows so that a new embedder is loaded before queries need it.
@@ -41,7 +57,7 @@ export async function startCore(config: Config, opts: { logger?: Logger; version
   if (store instanceof EmbeddedStore) store.watch(config.server.indexWatchIntervalMs);
   const timer = setInterval(() => void engine.sync().catch((e: unknown) => log.warn("index sync failed", { error: (e as Error).message })), config.server.indexWatchIntervalMs);
   timer.unref();
-  const grpc = await startGrpcServer({ core: engine, host: config.server.host, port: config.server.grpcPort, logger: log, shutdownGraceMs: config.server.shutdownGraceMs });
+  const grpc = await startGrpcServer({ core: engine, host: config.server.host, port: config.server.grpcPort, logger: log, shutdownGraceMs: config.server.shutdownGraceMs, metrics });
   grpc.setServing(true);
   const info = await store.info();
   log.info("search core listening", { address: grpc.address, version: info.version, count: info.count, embedderId: info.embedderId, reranker: reranker?.id ?? "off" });
@@ -49,6 +65,7 @@ export async function startCore(config: Config, opts: { logger?: Logger; version
     engine,
     grpc,
     store,
+    metrics,
     async close() {
       clearInterval(timer);
       await grpc.shutdown();
@@ -62,11 +79,14 @@ export interface GatewayHandle {
   readonly server: Server;
   readonly url: string;
   readonly accounts: AccountStore;
+  readonly metrics: GatewayMetrics;
   close(): Promise<void>;
 }
 
-export async function startGateway(config: Config, opts: { logger?: Logger; version: string; coreAddress?: string }): Promise<GatewayHandle> {
+/** `registry`: where the gateway's metrics go (its /metrics serves the whole registry). */
+export async function startGateway(config: Config, opts: { logger?: Logger; version: string; coreAddress?: string; registry?: Registry }): Promise<GatewayHandle> {
   const log = opts.logger ?? rootLogger.child({ component: "gateway" });
+  const metrics = createGatewayMetrics(opts.registry);
   const core = new CoreClient(opts.coreAddress ?? config.server.coreAddress, { defaultDeadlineMs: config.server.coreTimeoutMs });
   const accounts = await openAccountStore(config);
   let limiter: Limiter | null = null;
@@ -83,6 +103,7 @@ export async function startGateway(config: Config, opts: { logger?: Logger; vers
       startedAt: Date.now(),
       cacheHealth: () => limiter!.cacheHealth(),
       queryCache,
+      metrics,
     });
     const server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(config.server.port, config.server.host, () => resolve(s));
@@ -98,6 +119,7 @@ export async function startGateway(config: Config, opts: { logger?: Logger; vers
       server,
       url,
       accounts,
+      metrics,
       async close() {
         await new Promise<void>((resolve) => {
           const t = setTimeout(() => {
@@ -127,62 +149,96 @@ export async function startGateway(config: Config, opts: { logger?: Logger; vers
 export interface Running {
   readonly core: CoreHandle | null;
   readonly gateway: GatewayHandle | null;
+  /** Base URL of a core-only process's /metrics and /health server (METRICS_PORT); null otherwise. */
+  readonly coreMetricsUrl: string | null;
+  close(): Promise<void>;
+}
+
+export interface CoreMetricsServer {
+  readonly server: Server;
+  /** Base URL, e.g. http://127.0.0.1:9464 (the real port when METRICS_PORT is 0). */
+  readonly url: string;
   close(): Promise<void>;
 }
 
 /**
- * A core-only process's HTTP side: /metrics (Prometheus) and /health (200 when an index is served,
- * 503 otherwise) for orchestrators that probe over HTTP.
+ * A core-only process's HTTP side on METRICS_PORT: /metrics (the core's registry, Prometheus text)
+ * and /health (200 when an index is served, 503 otherwise) for orchestrators that probe over HTTP.
  */
-async function startCoreHttp(config: Config, core: CoreHandle): Promise<Server> {
+export async function startCoreMetricsServer(config: Config, core: CoreHandle): Promise<CoreMetricsServer> {
   const { createServer } = await import("node:http");
-  const { Registry, collectDefaultMetrics, Gauge } = await import("prom-client");
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const points = new Gauge({ name: "index_points", help: "Points in the served index version", registers: [registry] });
-  const age = new Gauge({ name: "index_age_seconds", help: "Seconds since the served index version was published", registers: [registry] });
+  const registry = core.metrics.registry;
   const server = createServer((req, res) => {
     void (async () => {
-      if (req.url === "/metrics") {
-        const s = await core.engine.stats();
-        points.set(s.count);
-        if (s.ageSeconds !== null) age.set(s.ageSeconds);
-        res.writeHead(200, { "Content-Type": registry.contentType }).end(await registry.metrics());
-      } else if (req.url === "/health") {
+      const pathname = new URL(req.url ?? "/", "http://localhost").pathname;
+      if (pathname === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
+        res.writeHead(200, { "Content-Type": registry.contentType, "Cache-Control": "no-store" }).end(await registry.metrics());
+      } else if (pathname === "/health") {
         const ok = core.engine.ready();
         res.writeHead(ok ? 200 : 503, { "Content-Type": "application/json" }).end(JSON.stringify({ status: ok ? "serving" : "not_serving" }));
       } else {
         res.writeHead(404, { "Content-Type": "application/json" }).end(JSON.stringify({ error: { code: "NOT_FOUND", message: "no such path", status: 404 } }));
       }
-    })().catch(() => res.writeHead(500).end());
+    })().catch(() => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(config.server.metricsPort, config.server.host, () => resolve());
+    server.listen(config.server.metricsPort, config.server.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
   });
-  return server;
+  const addr = server.address() as AddressInfo;
+  const url = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  return {
+    server,
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }
 
-export async function serve(config: Config, role: Role, version: string): Promise<Running> {
-  const core = role === "gateway" ? null : await startCore(config, { version });
-  const coreHttp = role === "core" && core ? await startCoreHttp(config, core) : null;
+/** service.name of a process's spans: OTEL_SERVICE_NAME, else by role. */
+export function tracingServiceName(config: Config, role: Role): string {
+  return config.tracing.serviceName ?? (role === "all" ? "reposearch" : `reposearch-${role}`);
+}
+
+export async function serve(config: Config, role: Role, version: string, opts: { store?: VectorStore } = {}): Promise<Running> {
+  // Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (a disabled handle costs nothing).
+  const tracing = initTracing({ serviceName: tracingServiceName(config, role), serviceVersion: version, otlpEndpoint: config.tracing.otlpEndpoint });
+  // One registry per process: with role "all" the gateway's /metrics shows the core's metrics too.
+  const registry = newRegistry();
+  let core: CoreHandle | null = null;
+  let coreHttp: CoreMetricsServer | null = null;
   let gateway: GatewayHandle | null = null;
   try {
-    gateway = role === "core" ? null : await startGateway(config, { version, ...(core ? { coreAddress: core.grpc.address } : {}) });
+    core = role === "gateway" ? null : await startCore(config, { version, registry, ...opts });
+    coreHttp = role === "core" && core ? await startCoreMetricsServer(config, core) : null;
+    gateway = role === "core" ? null : await startGateway(config, { version, registry, ...(core ? { coreAddress: core.grpc.address } : {}) });
   } catch (err) {
+    await coreHttp?.close();
     await core?.close();
+    await tracing.shutdown();
     throw err;
   }
   let closing: Promise<void> | null = null;
   return {
     core,
     gateway,
+    coreMetricsUrl: coreHttp?.url ?? null,
     close() {
-      // Gateway first (stop taking requests), then the core it calls.
+      // Gateway first (stop taking requests), then the core it calls; spans are flushed last.
       closing ??= (async () => {
         await gateway?.close();
-        coreHttp?.close();
+        await coreHttp?.close();
         await core?.close();
+        await tracing.shutdown();
       })();
       return closing;
     },

@@ -1,0 +1,136 @@
+/**
+ * First-run serving: a read-only, in-memory, lexical-only store built straight from the dataset in
+ * seconds (read, normalise, rule-based categories, BM25F, payload index; no embedding, no graph), so
+ * `npm start` answers searches while the full index is still being built. FallbackStore serves it
+ * until the real store publishes a version, then switches for good.
+ */
+import { createClassifier } from "../classify/classifier.js";
+import { ErrorCode, ReposearchError } from "../common/errors.js";
+import { pointIdFor } from "../common/hash.js";
+import type { Logger } from "../common/logger.js";
+import { openSource, readDataset } from "../dataset/reader.js";
+import type { RepoPayload, RepoRecord } from "../dataset/record.js";
+import { LexicalIndex } from "./embedded/lexical.js";
+import { PayloadIndex } from "./embedded/payload-index.js";
+import { lexicalDocOf } from "./embedded/segment.js";
+import type { Filter } from "./filter.js";
+import type { DenseQuery, LexicalQuery, PointId, ScoredPoint, StoreInfo, StoreWriter, VectorStore } from "./types.js";
+
+export const BOOTSTRAP_VERSION = "bootstrap";
+
+export class BootstrapStore implements VectorStore {
+  private readonly rowById: Map<PointId, number>;
+
+  private constructor(
+    private readonly ids: readonly PointId[],
+    private readonly payloads: readonly RepoPayload[],
+    private readonly lexical: LexicalIndex | null,
+    private readonly payloadIndex: PayloadIndex,
+    private readonly builtAt: string,
+  ) {
+    this.rowById = new Map(ids.map((id, i) => [id, i]));
+  }
+
+  /** Reads the dataset (newest duplicate wins) and builds the lexical and payload indexes. */
+  static async build(dataset: string, opts: { logger?: Logger; limit?: number } = {}): Promise<BootstrapStore> {
+    const t0 = performance.now();
+    const byKey = new Map<string, RepoRecord>();
+    for await (const item of readDataset(await openSource(dataset))) {
+      if (item.kind !== "record") continue;
+      const prev = byKey.get(item.record.key);
+      if (!prev || (item.record.lastSeen ?? "") > (prev.lastSeen ?? "")) byKey.set(item.record.key, item.record);
+      if (opts.limit !== undefined && byKey.size >= opts.limit) break;
+    }
+    // Rules only: the embedding-based half of the classifier needs the model the full build distils.
+    const classifier = await createClassifier();
+    const ids: PointId[] = [];
+    const payloads: RepoPayload[] = [];
+    for (const r of byKey.values()) {
+      ids.push(pointIdFor(r.key));
+      payloads.push({ ...r, languageLc: r.language?.toLowerCase() ?? null, category: classifier.classify(r).category, hash: "" });
+    }
+    const lexical = payloads.length ? LexicalIndex.build(payloads.map(lexicalDocOf)) : null;
+    const payloadIndex = PayloadIndex.build(ids, payloads);
+    opts.logger?.info("bootstrap lexical index built", { repositories: payloads.length, seconds: Math.round(performance.now() - t0) / 1000 });
+    return new BootstrapStore(ids, payloads, lexical, payloadIndex, new Date().toISOString());
+  }
+
+  async info(): Promise<StoreInfo> {
+    return { version: BOOTSTRAP_VERSION, count: this.ids.length, dims: 0, embedderId: null, publishedAt: this.builtAt };
+  }
+
+  async denseSearch(q: DenseQuery): Promise<ScoredPoint[]> {
+    this.payloadIndex.evaluate(q.filter); // validates the filter like the real stores do
+    return [];
+  }
+
+  async lexicalSearch(q: LexicalQuery): Promise<ScoredPoint[]> {
+    const allow = this.payloadIndex.evaluate(q.filter);
+    if (!this.lexical || q.limit <= 0 || q.text.trim() === "") return [];
+    return this.lexical.search(q.text, q.limit, allow).map((h) => ({ id: this.ids[h.idx]!, score: h.score, payload: this.payloads[h.idx]! }));
+  }
+
+  async count(filter?: Filter): Promise<number> {
+    const allow = this.payloadIndex.evaluate(filter);
+    return allow === null ? this.ids.length : allow.count();
+  }
+
+  async retrieve(ids: readonly PointId[]): Promise<(RepoPayload | null)[]> {
+    return ids.map((id) => {
+      const row = this.rowById.get(id);
+      return row === undefined ? null : this.payloads[row]!;
+    });
+  }
+
+  async openWriter(): Promise<StoreWriter> {
+    throw new ReposearchError(ErrorCode.Internal, "the bootstrap store is read-only");
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** Serves `fallback` until `primary` has a published version, then `primary` only (and drops the fallback). */
+export class FallbackStore implements VectorStore {
+  private fallback: VectorStore | null;
+
+  constructor(
+    private readonly primary: VectorStore,
+    fallback: VectorStore,
+    private readonly onSwitch?: () => void,
+  ) {
+    this.fallback = fallback;
+  }
+
+  private async current(): Promise<VectorStore> {
+    if (this.fallback === null) return this.primary;
+    if ((await this.primary.info()).version === null) return this.fallback;
+    const old = this.fallback;
+    this.fallback = null;
+    this.onSwitch?.();
+    await old.close();
+    return this.primary;
+  }
+
+  async info(): Promise<StoreInfo> {
+    return (await this.current()).info();
+  }
+  async denseSearch(q: DenseQuery): Promise<ScoredPoint[]> {
+    return (await this.current()).denseSearch(q);
+  }
+  async lexicalSearch(q: LexicalQuery): Promise<ScoredPoint[]> {
+    return (await this.current()).lexicalSearch(q);
+  }
+  async count(filter?: Filter): Promise<number> {
+    return (await this.current()).count(filter);
+  }
+  async retrieve(ids: readonly PointId[]): Promise<(RepoPayload | null)[]> {
+    return (await this.current()).retrieve(ids);
+  }
+  openWriter(opts: { writerId: string; dims: number; embedderId: string }): Promise<StoreWriter> {
+    return this.primary.openWriter(opts);
+  }
+  async close(): Promise<void> {
+    await this.fallback?.close();
+    await this.primary.close();
+  }
+}

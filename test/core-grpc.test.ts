@@ -1,0 +1,762 @@
+/**
+ * The gRPC search core end to end: one small real index (≈2,000 real records plus hand-made fixture
+ * records with controlled fields) built by the real indexer CLI, served by the real core
+ * (startCore, in-process), and queried only through real gRPC clients over loopback (CoreClient,
+ * plus raw @grpc/grpc-js for health, watch and reflection).
+ *
+ * Every fixture's description holds the made-up word "zorblax", so a query for it finds all of them
+ * (and, through dense retrieval, some real records too): each filter's result set restricted to the
+ * fixtures must equal a brute-force reference computed from the fixture payloads on disk, and every
+ * other result must satisfy the filter as well.
+ */
+import assert from "node:assert/strict";
+import { rm } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { ErrorCode, ReposearchError } from "../src/common/errors.js";
+import { pointIdFor } from "../src/common/hash.js";
+import { setLogLevel } from "../src/common/logger.js";
+import { loadConfig } from "../src/config/config.js";
+import { CoreClient } from "../src/core/grpc/client.js";
+import { HEALTH_SERVICE_NAME, PROTO_LOADER_OPTIONS, SEARCH_SERVICE_NAME, loadProtos } from "../src/core/grpc/convert.js";
+import type { AppliedFilters, IndexStats, SearchFilters, SearchRequest, SearchResponse, SearchResult } from "../src/core/types.js";
+import { CATEGORIES, type Category, type RepoPayload } from "../src/dataset/record.js";
+import { startCore, type CoreHandle } from "../src/server/serve.js";
+import { embeddedStoreFromConfig, type EmbeddedStore } from "../src/store/embedded/store.js";
+import { datasetLines, lastReport, runCli, startCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
+
+setLogLevel("warn");
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+
+const WORD = "zorblax";
+/** Appears only in one fixture's README, next to markup, badges, a script and a control character. */
+const README_WORD = "quarkspindle";
+const OWNER = "e2e-fixture";
+const DAY_MS = 86_400_000;
+const RECENT = new Date(Date.now() - 10 * DAY_MS).toISOString();
+const OLD = "2016-03-01T00:00:00Z";
+
+const fx = (repo: string) => `${OWNER}/${repo}`;
+const GO = fx("zorblax-go");
+const GO_LOWER = fx("zorblax-go-lower");
+const PY = fx("zorblax-py");
+const ARCHIVED = fx("zorblax-archived");
+const UNKNOWNS = fx("zorblax-unknowns");
+const AWESOME = fx("awesome-zorblax");
+const TUTORIAL = fx("zorblax-tutorial");
+const CLI_TOOL = fx("zorblax-cli");
+const NEWCOMER = fx("zorblax-newcomer");
+
+const GO_TREE = ["README.md", "go.mod", "cmd/", "cmd/zorblax/", "cmd/zorblax/main.go", "internal/", "internal/wire.go", "internal/deep/nested/x.go"];
+
+const FIXTURES: readonly Record<string, unknown>[] = [
+  {
+    name: GO,
+    description: "A zorblax client library for Go",
+    stars: 1500,
+    forks: 120,
+    language: "Go",
+    topics: ["zorblax", "golang"],
+    pushedAt: RECENT,
+    isArchived: false,
+    readme:
+      "# Zorblax for Go\n\n[![build](https://ci.example/badge.svg)](https://ci.example/run) [![docs](https://img.example/d.svg)](https://docs.example)\n\n" +
+      "<script>alert('pwned')</script>\n\nThe <b>quarkspindle</b> engine\u0007 speaks **zorblax** over `grpc`, see [the guide](https://example.com/guide).\n",
+    tree: GO_TREE,
+    llmsTxt: true,
+    llmsTxtPaths: ["docs/llms-full.txt", "llms.txt"],
+  },
+  // Language stored lowercase: the filter must match it as well as "Go".
+  { name: GO_LOWER, description: "zorblax bindings package for go programs", stars: 50, forks: 0, language: "go", topics: ["zorblax"], pushedAt: RECENT, isArchived: null },
+  {
+    name: PY,
+    description:
+      "A zorblax parser library for Python. It reads zorblax documents, validates them against zorblax schemas, converts them to " +
+      "dictionaries and back, streams large zorblax files in constant memory, reports precise line and column numbers for every " +
+      "problem it finds, and ships type hints for every public function.",
+    stars: 49,
+    forks: 5,
+    language: "Python",
+    topics: ["parser"],
+    pushedAt: RECENT,
+    isArchived: false,
+  },
+  { name: ARCHIVED, description: "An archived zorblax library for Go", stars: 300, forks: 30, language: "Go", topics: ["zorblax"], pushedAt: OLD, isArchived: true },
+  // Every optional field unknown; the classifier abstains (no category).
+  { name: UNKNOWNS, description: "zorblax quux frobnicator", stars: null, forks: null, language: null, topics: [], pushedAt: null, isArchived: null },
+  {
+    name: AWESOME,
+    description: "A curated list of awesome zorblax resources, libraries and tools",
+    stars: 900,
+    forks: 90,
+    language: null,
+    topics: ["awesome", "awesome-list"],
+    pushedAt: RECENT,
+    isArchived: false,
+  },
+  {
+    name: TUTORIAL,
+    description: "A step-by-step zorblax tutorial and course for beginners",
+    stars: 700,
+    forks: 70,
+    language: "Python",
+    topics: ["tutorial", "course"],
+    pushedAt: RECENT,
+    isArchived: false,
+  },
+  { name: CLI_TOOL, description: "A command-line tool to lint zorblax files", stars: 10_000, forks: 2000, language: "Rust", topics: ["cli", "linter"], pushedAt: OLD, isArchived: false },
+];
+const FIXTURE_NAMES = FIXTURES.map((f) => String(f.name));
+const NEWCOMER_FIXTURE = { name: NEWCOMER, description: "A zorblax newcomer library added by a later index run", stars: 5, forks: 1, language: "Go", topics: ["zorblax"], pushedAt: RECENT, isArchived: false };
+
+/** What the classifier must decide for the fixtures (their cues are strong on purpose). */
+const EXPECTED_CATEGORIES: Readonly<Record<string, Category | null>> = {
+  [AWESOME]: "curated-list",
+  [TUTORIAL]: "educational",
+  [GO]: "library",
+  [GO_LOWER]: "library",
+  [PY]: "library",
+  [ARCHIVED]: "library",
+  [CLI_TOOL]: "tool",
+  [UNKNOWNS]: null,
+};
+
+const isFixture = (name: string) => name.toLowerCase().startsWith(`${OWNER}/`);
+
+// ---------------------------------------------------------------------------------------------
+// The reference: the spec's filter semantics, written out independently of src/core/filters.ts
+
+const HIDDEN_BY_DEFAULT: ReadonlySet<Category> = new Set(["curated-list", "educational"]);
+
+function monthsBefore(now: Date, months: number): Date {
+  const d = new Date(now.getTime());
+  d.setUTCMonth(d.getUTCMonth() - months);
+  return d;
+}
+
+/** Whether a repository passes the filters (spec §2.2; nulls fail bounds, archived null passes). */
+function admits(p: Pick<RepoPayload, "key" | "stars" | "forks" | "language" | "topics" | "isArchived" | "pushedAt" | "category">, f: SearchFilters, now = new Date()): boolean {
+  const within = (v: number | null, lo: number | undefined, hi: number | undefined) =>
+    lo === undefined && hi === undefined ? true : v !== null && (lo === undefined || v >= lo) && (hi === undefined || v <= hi);
+  if (!within(p.stars, f.minStars, f.maxStars)) return false;
+  if (!within(p.forks, f.minForks, f.maxForks)) return false;
+  if (f.language !== undefined && (p.language === null || p.language.toLowerCase() !== f.language.toLowerCase())) return false;
+  if (f.excludeRepos?.some((r) => r.toLowerCase() === p.key)) return false;
+  if (f.topics !== undefined && !f.topics.some((t) => p.topics.includes(t.toLowerCase()))) return false;
+  if ((f.excludeArchived ?? true) && p.isArchived === true) return false;
+  if (f.staleAfterMonths !== undefined && (p.pushedAt === null || Date.parse(p.pushedAt) < monthsBefore(now, f.staleAfterMonths).getTime())) return false;
+  if (f.categories === undefined) return p.category === null || !HIDDEN_BY_DEFAULT.has(p.category);
+  if (f.categories.length > 0) return p.category !== null && f.categories.includes(p.category);
+  return true;
+}
+
+function expectedApplied(f: SearchFilters): AppliedFilters {
+  return {
+    categories:
+      f.categories === undefined
+        ? { mode: "default", values: CATEGORIES.filter((c) => !HIDDEN_BY_DEFAULT.has(c)), includeUncategorized: true }
+        : f.categories.length === 0
+          ? { mode: "all", values: [], includeUncategorized: true }
+          : { mode: "explicit", values: [...f.categories], includeUncategorized: false },
+    excludeArchived: f.excludeArchived ?? true,
+    minStars: f.minStars ?? null,
+    maxStars: f.maxStars ?? null,
+    minForks: f.minForks ?? null,
+    maxForks: f.maxForks ?? null,
+    language: f.language ?? null,
+    excludeRepos: [...(f.excludeRepos ?? [])],
+    topics: [...(f.topics ?? [])],
+    staleAfterMonths: f.staleAfterMonths ?? null,
+  };
+}
+
+function sortedApplied(a: AppliedFilters): AppliedFilters {
+  return { ...a, categories: { ...a.categories, values: [...a.categories.values].sort() } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response checks shared by every search
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+function checkResponse(res: SearchResponse, req: SearchRequest, opts: { dense: boolean; rerankRan: boolean }): void {
+  const limit = req.limit ?? 10;
+  assert.equal(res.query, req.query);
+  assert.ok(res.results.length <= limit, `${res.results.length} results > limit ${limit}`);
+  const m = res.meta;
+  assert.ok(m.total >= res.results.length, `total ${m.total} < ${res.results.length} results`);
+  assert.ok(m.timeMs >= 0);
+  if (req.query.trim() !== "") {
+    assert.ok(m.methods.lexical, `methods ${JSON.stringify(m.methods)}`);
+    for (const [name, s] of Object.entries(m.methods)) {
+      assert.ok(Number.isInteger(s.hits) && s.hits >= 0, `${name}.hits ${s.hits}`);
+      assert.ok(typeof s.weight === "number" && s.weight > 0, `${name}.weight ${s.weight}`);
+    }
+    assert.equal("dense" in m.methods, opts.dense, `methods ${JSON.stringify(m.methods)}`);
+  }
+  if (opts.rerankRan) {
+    assert.equal(m.reranked, true);
+    assert.ok(typeof m.rerankMs === "number" && m.rerankMs >= 0);
+  } else {
+    assert.ok(!("reranked" in m) && !("rerankMs" in m), `rerank fields present: ${JSON.stringify(m)}`);
+  }
+  let prev = Infinity;
+  res.results.forEach((r, i) => {
+    assert.ok(r.score >= 0 && r.score <= 1, `score ${r.score}`);
+    assert.ok(r.score <= prev, `scores not non-increasing at ${i}`);
+    prev = r.score;
+    if (i === 0) assert.equal(r.score, 1);
+    assert.ok(r.evidence.length >= 1 && r.evidence.length <= 3, `${r.name}: ${r.evidence.length} evidence items`);
+    for (const e of r.evidence) {
+      assert.ok(e.length > 0 && e.length <= 200, `${r.name}: evidence of ${e.length} chars: ${e}`);
+      assert.ok(!CONTROL.test(e), `${r.name}: control character in evidence ${JSON.stringify(e)}`);
+    }
+    if (req.includeTree === true) {
+      assert.ok("tree" in r, `${r.name}: tree missing with includeTree`);
+      if (r.tree !== null && r.tree !== undefined) checkTree(r.tree);
+    } else {
+      assert.ok(!("tree" in r), `${r.name}: tree present without includeTree`);
+    }
+  });
+}
+
+function checkTree(tree: string): void {
+  const lines = tree.split("\n");
+  assert.ok(lines.length <= 200);
+  for (const line of lines) {
+    assert.ok(line.length > 0 && line.trim() === line && !CONTROL.test(line), `tree line ${JSON.stringify(line)}`);
+    assert.ok(line.replace(/\/$/, "").split("/").length <= 2, `tree line deeper than 2: ${line}`);
+  }
+}
+
+async function expectError(p: Promise<unknown>): Promise<ReposearchError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof ReposearchError, `expected ReposearchError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail("expected the call to fail");
+}
+
+function grpcCodeOf(err: ReposearchError): number | undefined {
+  return (err.cause as Partial<grpc.ServiceError> | undefined)?.code;
+}
+
+async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 50): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return true;
+    if (Date.now() > until) return false;
+    await sleep(stepMs);
+  }
+}
+
+/** Health over a raw grpc-js client (grpc.health.v1.Health/Check). */
+async function rawHealth(address: string, service: string): Promise<string> {
+  const check = loadProtos().healthService.Check;
+  const raw = new grpc.Client(address, grpc.credentials.createInsecure());
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      raw.makeUnaryRequest(check.path, check.requestSerialize, check.responseDeserialize, { service }, new grpc.Metadata(), { deadline: Date.now() + 2_000 }, (err, value) => {
+        if (err) reject(err);
+        else resolve(String((value as { status?: unknown }).status));
+      });
+    });
+  } finally {
+    raw.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index and the core
+
+let dataDir: string;
+let baseRows: Record<string, unknown>[];
+let core: CoreHandle;
+let coreClosed = false;
+let client: CoreClient;
+let refStore: EmbeddedStore;
+/** Fixture payloads as the indexer stored them (category included), by name. */
+const payloads = new Map<string, RepoPayload>();
+let v1Stats: IndexStats;
+let denseServed: boolean;
+
+function coreEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = testEnv({ DATA_DIR: dataDir, GRPC_PORT: "0", HOST: "127.0.0.1", INDEX_WATCH_INTERVAL_MS: "200", SHUTDOWN_GRACE_MS: "3000", LOG_LEVEL: "warn", ...extra });
+  if (!("RERANKER" in extra)) delete env.RERANKER; // the server default: off
+  return env;
+}
+
+before(async () => {
+  dataDir = await tempDir("core-grpc");
+  baseRows = await datasetLines(2000);
+  const ds = await writeJsonl(path.join(dataDir, "v1.jsonl"), [...baseRows, ...FIXTURES]);
+  const built = await runCli(["index", "--dataset", ds, "--data-dir", dataDir], testEnv());
+  assert.equal(built.code, 0, built.stderr.slice(-2000));
+  assert.equal(lastReport(built.stderr).published, true);
+
+  // The reference reads the published index from disk, independently of the server under test.
+  refStore = await embeddedStoreFromConfig(loadConfig({ ...testEnv(), DATA_DIR: dataDir }));
+  const got = await refStore.retrieve(FIXTURE_NAMES.map((n) => pointIdFor(n.toLowerCase())));
+  got.forEach((p, i) => {
+    assert.ok(p, `fixture ${FIXTURE_NAMES[i]} not indexed`);
+    payloads.set(p.name, p);
+  });
+
+  core = await startCore(loadConfig(coreEnv()), { version: "e2e-test" });
+  client = new CoreClient(core.grpc.address, { defaultDeadlineMs: 5_000 });
+  await client.waitForReady(5_000);
+  v1Stats = await client.stats();
+  denseServed = v1Stats.methods.includes("dense");
+});
+
+after(async () => {
+  client?.close();
+  if (core && !coreClosed) await core.close();
+  await refStore?.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+async function payloadsOf(names: readonly string[]): Promise<Map<string, RepoPayload>> {
+  const got = await refStore.retrieve(names.map((n) => pointIdFor(n.toLowerCase())));
+  const out = new Map<string, RepoPayload>();
+  got.forEach((p, i) => {
+    assert.ok(p, `result ${names[i]} not in the reference index`);
+    out.set(names[i]!, p);
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("fixtures", () => {
+  it("are indexed with the categories their cues call for", () => {
+    for (const [name, cat] of Object.entries(EXPECTED_CATEGORIES)) assert.equal(payloads.get(name)?.category, cat, name);
+    assert.equal(payloads.get(GO_LOWER)?.language, "go", "language is stored as given");
+  });
+});
+
+describe("filters end to end", () => {
+  /** Each case: the filters, and (for readability and as a check on the reference) the fixtures expected. */
+  const cases: ReadonlyArray<readonly [string, SearchFilters | undefined, readonly string[]]> = [
+    ["no filters: default categories, archived excluded, null archived kept, uncategorized kept", undefined, [GO, GO_LOWER, PY, UNKNOWNS, CLI_TOOL]],
+    ["empty filters object = defaults", {}, [GO, GO_LOWER, PY, UNKNOWNS, CLI_TOOL]],
+    ["stars band is inclusive at both ends; unknown stars fail", { minStars: 50, maxStars: 1500 }, [GO, GO_LOWER]],
+    ["minStars alone", { minStars: 1501 }, [CLI_TOOL]],
+    ["forks band is inclusive", { minForks: 5, maxForks: 120 }, [GO, PY]],
+    ["maxForks 0 admits zero forks only", { maxForks: 0 }, [GO_LOWER]],
+    ["language lowercase", { language: "go" }, [GO, GO_LOWER]],
+    ["language uppercase", { language: "GO" }, [GO, GO_LOWER]],
+    ["language title case", { language: "Go" }, [GO, GO_LOWER]],
+    ["language with archived included", { language: "gO", excludeArchived: false }, [GO, GO_LOWER, ARCHIVED]],
+    ["excludeRepos is case-insensitive", { excludeRepos: ["E2E-Fixture/Zorblax-GO", "e2e-fixture/zorblax-cli"] }, [GO_LOWER, PY, UNKNOWNS]],
+    ["topics: any of, case-insensitive", { topics: ["ZORBLAX", "linter"] }, [GO, GO_LOWER, CLI_TOOL]],
+    ["categories explicit curated-list only", { categories: ["curated-list"] }, [AWESOME]],
+    ["categories explicit: listed hidden and visible kinds, no uncategorized", { categories: ["educational", "library"] }, [TUTORIAL, GO, GO_LOWER, PY]],
+    ["categories [] disables category filtering", { categories: [] }, [GO, GO_LOWER, PY, UNKNOWNS, AWESOME, TUTORIAL, CLI_TOOL]],
+    ["excludeArchived false + all categories: every fixture", { categories: [], excludeArchived: false }, FIXTURE_NAMES],
+    ["excludeArchived true explicitly", { excludeArchived: true, categories: [] }, [GO, GO_LOWER, PY, UNKNOWNS, AWESOME, TUTORIAL, CLI_TOOL]],
+    ["staleAfterMonths drops old and unknown pushedAt", { staleAfterMonths: 12 }, [GO, GO_LOWER, PY]],
+    ["staleAfterMonths with everything else open", { staleAfterMonths: 600, categories: [], excludeArchived: false }, [GO, GO_LOWER, PY, ARCHIVED, AWESOME, TUTORIAL, CLI_TOOL]],
+    ["combined", { language: "PYTHON", categories: [], minStars: 100, staleAfterMonths: 1 }, [TUTORIAL]],
+  ];
+
+  for (const [title, filters, expected] of cases) {
+    it(title, async () => {
+      const req: SearchRequest = { query: WORD, limit: 50, ...(filters !== undefined ? { filters } : {}) };
+      const res = await client.search(req);
+      checkResponse(res, req, { dense: denseServed, rerankRan: false });
+
+      // appliedFilters echoes the effective filters, defaults and nulls included.
+      assert.deepEqual(sortedApplied(res.meta.appliedFilters), sortedApplied(expectedApplied(filters ?? {})));
+
+      // Fixtures: exactly the brute-force reference over their stored payloads.
+      const reference = FIXTURE_NAMES.filter((n) => admits(payloads.get(n)!, filters ?? {}));
+      assert.deepEqual([...reference].sort(), [...expected].sort(), "the reference agrees with the case's expectation");
+      const got = res.results.map((r) => r.name).filter(isFixture);
+      assert.deepEqual([...got].sort(), [...reference].sort());
+      assert.equal(res.meta.methods.lexical?.hits, reference.length, "only fixtures contain the word");
+
+      // Every other result satisfies the filters too (checked against its stored payload).
+      const all = await payloadsOf(res.results.map((r) => r.name));
+      for (const r of res.results) {
+        const p = all.get(r.name)!;
+        assert.ok(admits(p, filters ?? {}), `${r.name} violates ${JSON.stringify(filters)}`);
+        // The result's fields are the stored ones.
+        assert.deepEqual(
+          [r.stars, r.forks, r.language, [...r.topics], r.isArchived, r.pushedAt, r.url],
+          [p.stars, p.forks, p.language, [...p.topics], p.isArchived, p.pushedAt, p.url],
+          r.name,
+        );
+      }
+      // Lexical matches outrank dense-only neighbours.
+      const lastFixture = res.results.map((r) => isFixture(r.name)).lastIndexOf(true);
+      assert.equal(lastFixture, got.length - 1, "fixtures come first");
+    });
+  }
+
+  it("brute-force reference for a stars band across every category and archived state", async () => {
+    // The reference scans every stored fixture payload; the fixtures returned and the lexical hit count must agree.
+    const filters: SearchFilters = { minStars: 49, maxStars: 300, categories: [], excludeArchived: false };
+    const res = await client.search({ query: WORD, limit: 50, filters });
+    const reference = [...payloads.values()].filter((p) => admits(p, filters)).map((p) => p.name);
+    assert.deepEqual(reference.sort(), [GO_LOWER, PY, ARCHIVED].sort());
+    assert.deepEqual(res.results.map((r) => r.name).filter(isFixture).sort(), reference);
+    assert.equal(res.meta.methods.lexical?.hits, 3);
+  });
+});
+
+describe("results and meta", () => {
+  it("meta, scores and evidence are well formed; methods report lexical and dense", async () => {
+    const req: SearchRequest = { query: `${WORD} library`, limit: 7 };
+    const res = await client.search(req);
+    checkResponse(res, req, { dense: denseServed, rerankRan: false });
+    assert.equal(res.results.length, 7);
+    assert.ok(res.meta.total >= 7);
+    assert.ok(denseServed, `stats methods ${v1Stats.methods.join(",")}`);
+    assert.ok(res.meta.methods.dense!.hits > 0);
+  });
+
+  it("limit 1 and limit 50 bound the results", async () => {
+    const one = await client.search({ query: "http client", limit: 1 });
+    assert.equal(one.results.length, 1);
+    assert.equal(one.results[0]!.score, 1);
+    const fifty = await client.search({ query: "http client", limit: 50, filters: { categories: [] } });
+    checkResponse(fifty, { query: "http client", limit: 50 }, { dense: true, rerankRan: false });
+    assert.equal(fifty.results.length, 50);
+  });
+
+  it("README evidence is plain text: no markup, badges, script or control characters", async () => {
+    const res = await client.search({ query: README_WORD, limit: 10 });
+    checkResponse(res, { query: README_WORD, limit: 10 }, { dense: denseServed, rerankRan: false });
+    const hit = res.results.find((r) => r.name === GO);
+    assert.ok(hit, `README-only word did not find ${GO}: ${res.results.map((r) => r.name).join(",")}`);
+    const readme = hit.evidence.find((e) => e.startsWith("README:"));
+    assert.ok(readme, `no README evidence: ${JSON.stringify(hit.evidence)}`);
+    assert.match(readme, new RegExp(README_WORD));
+    for (const e of hit.evidence) {
+      for (const bad of ["<", ">", "[![", "](", "script", "alert", "pwned", "**", "`", "https://", "\u0007"]) {
+        assert.ok(!e.includes(bad), `evidence contains ${JSON.stringify(bad)}: ${JSON.stringify(e)}`);
+      }
+    }
+  });
+
+  it("evidence stays within 200 characters for a long description", async () => {
+    const res = await client.search({ query: `${WORD} parser documents schemas`, limit: 5 });
+    const hit = res.results.find((r) => r.name === PY);
+    assert.ok(hit);
+    assert.ok(String(payloads.get(PY)!.description).length > 300);
+    for (const e of hit.evidence) assert.ok(e.length <= 200, `${e.length}: ${e}`);
+  });
+
+  it("includeTree: the compact tree for the fixture with one, null for fixtures without; absent when not asked", async () => {
+    const req: SearchRequest = { query: WORD, limit: 50, includeTree: true, filters: { categories: [], excludeArchived: false } };
+    const res = await client.search(req);
+    checkResponse(res, req, { dense: denseServed, rerankRan: false });
+    for (const r of res.results.filter((x) => isFixture(x.name))) {
+      if (r.name === GO) {
+        assert.equal(r.tree, "README.md\ngo.mod\ncmd/\ncmd/zorblax/\ninternal/\ninternal/wire.go");
+        const lines = r.tree!.split("\n");
+        assert.ok(lines.filter((l) => l.endsWith("/")).every((l) => GO_TREE.includes(l)), "directories keep their trailing slash");
+      } else {
+        assert.equal(r.tree, null, r.name);
+      }
+    }
+    const without = await client.search({ query: WORD, limit: 50, includeTree: false, filters: { categories: [] } });
+    assert.ok(without.results.every((r) => !("tree" in r)));
+    const omitted = await client.search({ query: WORD, limit: 50 });
+    assert.ok(omitted.results.every((r) => !("tree" in r)));
+  });
+
+  it("llmsUrl: set (preferring llms.txt) for the fixture with llms.txt, null for the others", async () => {
+    const res = await client.search({ query: WORD, limit: 50, filters: { categories: [], excludeArchived: false } });
+    const fixtures = res.results.filter((r) => isFixture(r.name));
+    assert.equal(fixtures.length, FIXTURES.length);
+    for (const r of fixtures) {
+      assert.equal(r.llmsUrl, r.name === GO ? `https://raw.githubusercontent.com/${GO}/HEAD/llms.txt` : null, r.name);
+    }
+  });
+
+  it("null fields stay null end to end", async () => {
+    const res = await client.search({ query: "zorblax quux frobnicator", limit: 5, filters: { categories: [] } });
+    const r = res.results.find((x) => x.name === UNKNOWNS) as SearchResult;
+    assert.ok(r);
+    assert.deepEqual([r.stars, r.forks, r.language, r.pushedAt, r.isArchived, r.llmsUrl, [...r.topics]], [null, null, null, null, null, null, []]);
+    assert.equal(r.url, `https://github.com/${UNKNOWNS}`);
+  });
+
+  it("a whitespace-only query is valid and matches nothing, without rerank fields", async () => {
+    const res = await client.search({ query: "   ", filters: { language: "go" } });
+    assert.deepEqual(res.results, []);
+    assert.equal(res.query, "   ");
+    assert.equal(res.meta.total, 0);
+    assert.ok(!("reranked" in res.meta) && !("rerankMs" in res.meta));
+    assert.deepEqual(sortedApplied(res.meta.appliedFilters), sortedApplied(expectedApplied({ language: "go" })));
+  });
+
+  it("a query of words nobody uses matches nothing (no arbitrary dense neighbours)", async () => {
+    const res = await client.search({ query: "qwxyzzyq", filters: { categories: [] } });
+    assert.deepEqual(res.results.map((r) => r.name), []);
+    assert.equal(res.meta.total, 0);
+  });
+
+  it("rerank disabled by configuration (default off): no reranked/rerankMs even when the request asks", async () => {
+    for (const rerank of [undefined, true, false]) {
+      const req: SearchRequest = { query: WORD, ...(rerank !== undefined ? { rerank } : {}) };
+      const res = await client.search(req);
+      checkResponse(res, req, { dense: denseServed, rerankRan: false });
+      assert.ok(!("rerank" in res.meta.methods));
+    }
+    assert.equal(v1Stats.rerankerId, null);
+  });
+});
+
+describe("rerank enabled (RERANKER=local)", () => {
+  let rcore: CoreHandle;
+  let rclient: CoreClient;
+  before(async () => {
+    rcore = await startCore(loadConfig(coreEnv({ RERANKER: "local", RERANK_TIMEOUT_MS: "5000" })), { version: "e2e-test" });
+    rclient = new CoreClient(rcore.grpc.address, { defaultDeadlineMs: 5_000 });
+  });
+  after(async () => {
+    rclient?.close();
+    await rcore?.close();
+  });
+
+  it("reranked and rerankMs present unless the request sets rerank:false", async () => {
+    assert.equal((await rclient.stats()).rerankerId, "local:v1");
+    for (const rerank of [undefined, true]) {
+      const req: SearchRequest = { query: `${WORD} library for go`, limit: 20, ...(rerank !== undefined ? { rerank } : {}) };
+      const res = await rclient.search(req);
+      checkResponse(res, req, { dense: denseServed, rerankRan: true });
+      assert.ok(res.meta.methods.rerank && res.meta.methods.rerank.hits > 0);
+    }
+    const off: SearchRequest = { query: `${WORD} library for go`, rerank: false };
+    const res = await rclient.search(off);
+    checkResponse(res, off, { dense: denseServed, rerankRan: false });
+    assert.ok(!("rerank" in res.meta.methods));
+  });
+
+  it("no rerank fields for a whitespace-only query or an empty candidate pool", async () => {
+    const ws = await rclient.search({ query: " \t " });
+    assert.deepEqual(ws.results, []);
+    assert.ok(!("reranked" in ws.meta) && !("rerankMs" in ws.meta));
+    const empty = await rclient.search({ query: WORD, filters: { minStars: 400_000_000 } });
+    assert.deepEqual(empty.results, []);
+    assert.ok(!("reranked" in empty.meta) && !("rerankMs" in empty.meta));
+  });
+
+  it("filters still hold after rerank", async () => {
+    const filters: SearchFilters = { language: "GO", excludeArchived: false };
+    const res = await rclient.search({ query: WORD, limit: 50, filters });
+    assert.equal(res.meta.reranked, true);
+    const reference = FIXTURE_NAMES.filter((n) => admits(payloads.get(n)!, filters)).sort();
+    assert.deepEqual(res.results.map((r) => r.name).filter(isFixture).sort(), reference);
+  });
+});
+
+describe("errors over gRPC", () => {
+  const invalid: ReadonlyArray<readonly [string, SearchRequest, string]> = [
+    ["limit 51", { query: WORD, limit: 51 }, "limit:maximum"],
+    ["limit 0", { query: WORD, limit: 0 }, "limit:minimum"],
+    ["empty query", { query: "" }, "query:minLength"],
+    ["501-character query", { query: "a".repeat(501) }, "query:maxLength"],
+    ["unknown category", { query: WORD, filters: { categories: ["bogus" as Category] } }, "filters.categories[0]:enum"],
+    ["excludeRepos item without a slash", { query: WORD, filters: { excludeRepos: ["nope"] } }, "filters.excludeRepos[0]:pattern"],
+    ["empty topics", { query: WORD, filters: { topics: [] } }, "filters.topics:minItems"],
+    ["staleAfterMonths 601", { query: WORD, filters: { staleAfterMonths: 601 } }, "filters.staleAfterMonths:maximum"],
+  ];
+  for (const [title, req, detail] of invalid) {
+    it(`${title} → INVALID_ARGUMENT with VALIDATION_ERROR details`, async () => {
+      const err = await expectError(client.search(req));
+      assert.equal(err.code, ErrorCode.ValidationError);
+      assert.equal(grpcCodeOf(err), grpc.status.INVALID_ARGUMENT);
+      assert.deepEqual(err.details?.map((d) => `${d.path}:${d.rule}`), [detail]);
+      assert.equal(err.toJSON().error.status, 400);
+    });
+  }
+
+  it("a 500-character query is accepted", async () => {
+    const res = await client.search({ query: `${WORD} ${"b".repeat(492)}` });
+    assert.ok(res.results.some((r) => isFixture(r.name)));
+  });
+
+  it("a 1 ms deadline → DEADLINE_EXCEEDED", async () => {
+    const err = await expectError(client.search({ query: "a fast http router with middleware", limit: 50 }, { deadlineMs: 1 }));
+    assert.equal(err.code, ErrorCode.DeadlineExceeded);
+    assert.equal(grpcCodeOf(err), grpc.status.DEADLINE_EXCEEDED);
+    // The server is fine afterwards.
+    assert.ok((await client.search({ query: WORD })).results.length > 0);
+  });
+});
+
+describe("health, reflection and stats", () => {
+  it("health is SERVING for the server and the search service (CoreClient and raw grpc-js)", async () => {
+    assert.equal(await client.health(), "SERVING");
+    assert.equal(await client.health(SEARCH_SERVICE_NAME), "SERVING");
+    assert.equal(await rawHealth(core.grpc.address, ""), "SERVING");
+    assert.equal(await rawHealth(core.grpc.address, SEARCH_SERVICE_NAME), "SERVING");
+    assert.equal(await client.health("no.such.Service"), "SERVICE_UNKNOWN");
+  });
+
+  it("reflection lists reposearch.v1.SearchService", async () => {
+    const req = createRequire(import.meta.url);
+    const dir = path.resolve(path.dirname(req.resolve("@grpc/reflection")), "..", "proto");
+    const pkg = protoLoader.loadSync("grpc/reflection/v1/reflection.proto", { ...PROTO_LOADER_OPTIONS, includeDirs: [dir] });
+    const info = (pkg["grpc.reflection.v1.ServerReflection"] as protoLoader.ServiceDefinition).ServerReflectionInfo!;
+    const raw = new grpc.Client(core.grpc.address, grpc.credentials.createInsecure());
+    try {
+      const names = await new Promise<string[]>((resolve, reject) => {
+        const stream = raw.makeBidiStreamRequest(info.path, info.requestSerialize, info.responseDeserialize);
+        stream.on("data", (msg: { listServicesResponse?: { service?: { name: string }[] } }) => {
+          resolve((msg.listServicesResponse?.service ?? []).map((s) => s.name));
+          stream.end();
+        });
+        stream.on("error", reject);
+        stream.write({ listServices: "*" });
+      });
+      assert.ok(names.includes(SEARCH_SERVICE_NAME), names.join(","));
+      assert.ok(names.includes(HEALTH_SERVICE_NAME), names.join(","));
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("GetIndexStats: version, count of indexed points, embedder, age, methods", async () => {
+    const s = await client.stats();
+    const disk = await refStore.info();
+    assert.match(String(s.version), /^v\d+$/);
+    assert.equal(s.version, disk.version);
+    assert.equal(s.count, baseRows.length + FIXTURES.length);
+    assert.equal(s.count, disk.count);
+    assert.match(String(s.embedderId), /^static:/);
+    assert.equal(s.dims, disk.dims);
+    assert.ok(s.ageSeconds !== null && s.ageSeconds >= 0);
+    assert.equal(s.publishedAt, disk.publishedAt);
+    assert.deepEqual([...s.methods].sort(), ["dense", "lexical"]);
+  });
+});
+
+describe("the real CLI process (serve --role core)", () => {
+  it("serves the same index over gRPC and exits 0 on SIGTERM", async () => {
+    const { child, done } = startCli(["serve", "--role", "core", "--data-dir", dataDir], coreEnv({ LOG_LEVEL: "info" }));
+    let stdout = "";
+    child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+    let cli: CoreClient | undefined;
+    try {
+      assert.ok(await waitUntil(() => /search core \(gRPC\) at (\S+)/.test(stdout), 15_000), `no address printed: ${stdout}`);
+      const address = /search core \(gRPC\) at (\S+)/.exec(stdout)![1]!;
+      cli = new CoreClient(address, { defaultDeadlineMs: 5_000 });
+      assert.ok(await waitUntil(async () => (await cli!.health(SEARCH_SERVICE_NAME).catch(() => "DOWN")) === "SERVING", 10_000), "CLI core never SERVING");
+      const req: SearchRequest = { query: WORD, limit: 50, filters: { language: "go" } };
+      const res = await cli.search(req);
+      checkResponse(res, req, { dense: denseServed, rerankRan: false });
+      assert.deepEqual(res.results.map((r) => r.name).filter(isFixture).sort(), [GO, GO_LOWER].sort());
+      assert.deepEqual(await cli.stats().then((s) => [s.version, s.count]), [v1Stats.version, v1Stats.count]);
+    } finally {
+      cli?.close();
+      child.kill("SIGTERM");
+    }
+    const exit = await done;
+    assert.equal(exit.code, 0, exit.stderr.slice(-2000));
+  });
+});
+
+describe("index swap under load", () => {
+  it("a new version published by the real indexer is picked up with zero failed searches", async (t) => {
+    const before = await client.stats();
+    const clients = Array.from({ length: 4 }, () => new CoreClient(core.grpc.address, { defaultDeadlineMs: 10_000 }));
+    const queries: SearchRequest[] = [
+      { query: WORD, limit: 20, filters: { categories: [] } },
+      { query: "fast http server framework", limit: 10, includeTree: true },
+      { query: "machine learning library for python", filters: { language: "Python", minStars: 10 } },
+      { query: `${WORD} newcomer`, filters: { excludeArchived: false, staleAfterMonths: 24 } },
+    ];
+    let stop = false;
+    let ok = 0;
+    let newVersion = "";
+    const failures: string[] = [];
+    const loops = clients.map(async (c, i) => {
+      let k = i;
+      while (!stop) {
+        const req = queries[k++ % queries.length]!;
+        try {
+          const res = await c.search(req);
+          assert.ok(res.results.length <= (req.limit ?? 10));
+          ok++;
+        } catch (err) {
+          failures.push(`${req.query}: ${err instanceof Error ? `${(err as ReposearchError).code ?? ""} ${err.message}` : String(err)}`);
+        }
+      }
+    });
+    try {
+      await sleep(300); // load is running before the indexer starts
+      const ds2 = await writeJsonl(path.join(dataDir, "v2.jsonl"), [...baseRows, ...FIXTURES, NEWCOMER_FIXTURE]);
+      const run = await runCli(["index", "--dataset", ds2, "--data-dir", dataDir], testEnv());
+      assert.equal(run.code, 0, run.stderr.slice(-2000));
+      const rep = lastReport(run.stderr);
+      assert.equal(rep.embedded, 1);
+      assert.equal(rep.published, true);
+      newVersion = String(rep.version);
+
+      const found = await waitUntil(async () => {
+        const res = await client.search({ query: `${WORD} newcomer`, limit: 50 });
+        return res.results.some((r) => r.name === NEWCOMER);
+      }, 10_000, 100);
+      assert.ok(found, "the new fixture is searchable after the watcher interval");
+      await sleep(300); // keep the load on the new version for a moment
+    } finally {
+      stop = true;
+      await Promise.all(loops);
+      for (const c of clients) c.close();
+    }
+    assert.deepEqual(failures, [], `${failures.length} failed searches during the swap`);
+    assert.ok(ok >= 20, `only ${ok} searches ran during the swap`);
+    t.diagnostic(`${ok} searches by 4 clients during the swap, 0 failed`);
+
+    const after = await client.stats();
+    assert.notEqual(after.version, before.version);
+    assert.equal(after.version, newVersion);
+    assert.equal(after.count, before.count + 1);
+    assert.ok(after.ageSeconds !== null && after.ageSeconds >= 0);
+    assert.deepEqual([...after.methods].sort(), ["dense", "lexical"]);
+  });
+});
+
+describe("graceful shutdown", () => {
+  it("health turns NOT_SERVING as shutdown starts; afterwards searches fail UNAVAILABLE", async () => {
+    const watch = loadProtos().healthService.Watch;
+    const raw = new grpc.Client(core.grpc.address, grpc.credentials.createInsecure());
+    const seen: string[] = [];
+    const stream = raw.makeServerStreamRequest(watch.path, watch.requestSerialize, watch.responseDeserialize, { service: SEARCH_SERVICE_NAME });
+    stream.on("data", (msg: { status?: string }) => seen.push(msg.status ?? "UNKNOWN"));
+    stream.on("error", () => undefined); // CANCELLED once we stop watching
+    try {
+      assert.ok(await waitUntil(() => seen.includes("SERVING"), 3_000), `seen ${seen.join(",")}`);
+      coreClosed = true;
+      const closing = core.close();
+      assert.ok(await waitUntil(() => seen.at(-1) === "NOT_SERVING", 3_000), `seen ${seen.join(",")}`);
+      stream.cancel(); // the watch is an in-flight call; ending it lets shutdown finish gracefully
+      const t0 = Date.now();
+      await closing;
+      assert.ok(Date.now() - t0 < 2_500, "shutdown completed within the grace period");
+    } finally {
+      raw.close();
+    }
+    const late = new CoreClient(core.grpc.address, { channelOptions: { "grpc.initial_reconnect_backoff_ms": 50 } });
+    try {
+      const err = await expectError(late.search({ query: WORD }, { deadlineMs: 1_000 }));
+      assert.equal(err.code, ErrorCode.Unavailable);
+    } finally {
+      late.close();
+    }
+  });
+});
