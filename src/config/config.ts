@@ -100,6 +100,9 @@ const envSchema = z.object({
   QDRANT_COLLECTION: optionalString,
   QDRANT_QUANTIZATION: optionalString,
   QDRANT_TIMEOUT_MS: optionalString,
+  // Tracing (OpenTelemetry); off while the endpoint is unset.
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
+  OTEL_SERVICE_NAME: optionalString,
 });
 
 export interface Config {
@@ -190,6 +193,12 @@ export interface Config {
     readonly queryCacheTtlMs: number;
     readonly queryCacheSize: number;
   };
+  readonly tracing: {
+    /** OTLP/HTTP base URL; spans are exported to `<endpoint>/v1/traces`. null: tracing off. */
+    readonly otlpEndpoint: string | null;
+    /** service.name of the spans; null: "reposearch" (role all), "reposearch-core" or "reposearch-gateway". */
+    readonly serviceName: string | null;
+  };
 }
 
 /** Default dataset: ../shared/data/repos.jsonl.gz beside the project, when it exists. */
@@ -223,6 +232,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   if (e.RERANK_HTTP_URL && !/^https?:\/\//.test(e.RERANK_HTTP_URL)) problems.push("RERANK_HTTP_URL: must be an http(s) URL");
   if (!/^redis(s)?:\/\//.test(e.REDIS_URL)) problems.push("REDIS_URL: must be a redis:// or rediss:// URL");
   if (!/^postgres(ql)?:\/\//.test(e.DATABASE_URL)) problems.push("DATABASE_URL: must be a postgres:// URL");
+  if (e.OTEL_EXPORTER_OTLP_ENDPOINT !== null && !/^https?:\/\/[^/\s]+/.test(e.OTEL_EXPORTER_OTLP_ENDPOINT)) {
+    problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT: must be an http(s) URL, OTLP over HTTP (got ${JSON.stringify(e.OTEL_EXPORTER_OTLP_ENDPOINT)})`);
+  }
   const storeKind = e.VECTOR_STORE ?? "embedded";
   if (!(VECTOR_STORE_KINDS as readonly string[]).includes(storeKind)) problems.push(`VECTOR_STORE: must be one of ${VECTOR_STORE_KINDS.join(", ")} (got ${JSON.stringify(storeKind)})`);
   if (e.QDRANT_URL !== null && !/^https?:\/\/[^/\s]+/.test(e.QDRANT_URL)) problems.push(`QDRANT_URL: must be an http(s) URL (got ${JSON.stringify(e.QDRANT_URL)})`);
@@ -301,6 +313,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       maxBodyBytes: e.MAX_BODY_BYTES,
       queryCacheTtlMs: e.QUERY_CACHE_TTL_MS,
       queryCacheSize: e.QUERY_CACHE_SIZE,
+    },
+    tracing: {
+      otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
+      serviceName: e.OTEL_SERVICE_NAME,
     },
   };
 }

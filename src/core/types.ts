@@ -102,6 +102,8 @@ export interface IndexStats {
 export interface SearchOptions {
   /** Aborted when the caller's deadline passes or the call is cancelled. */
   readonly signal?: AbortSignal | undefined;
+  /** Called once per stage of this search with its duration (tracing: the gRPC server's stage spans). */
+  readonly onStage?: ((stage: string, seconds: number) => void) | undefined;
 }
 
 /** What the gRPC service calls. Implemented by SearchEngine (src/core/engine.ts). */

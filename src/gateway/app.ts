@@ -14,6 +14,7 @@ import { randomUUID } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { ErrorCode, ReposearchError, httpStatusOf, type ErrorDetail } from "../common/errors.js";
 import type { Logger } from "../common/logger.js";
+import { SpanKind, extractTraceContext, failSpan, startSpan, traceHeaders, traceIdOf, type Context, type Span } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
 import type { SearchRequest, SearchResponse } from "../core/types.js";
 import { SCOPE_SEARCH, SEARCH_PRICE_MICROS, type AccountStore, type DebitOutcome, type Principal } from "./accounts/types.js";
@@ -23,7 +24,7 @@ import { docsRouter } from "./docs-ui.js";
 import { checkHealth } from "./health.js";
 import { LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS, type Limiter, type RateLimitDecision } from "./limiter.js";
 import { renderLlmsTxt } from "./llms-txt.js";
-import { createGatewayMetrics, type GatewayMetrics } from "./metrics.js";
+import { createGatewayMetrics, type AuthFailureReason, type GatewayMetrics, type RateLimitScope } from "./metrics.js";
 import { DOCS_PATH, HEALTH_PATH, LLMS_TXT_PATH, OPENAPI_PATH, SEARCH_PATH, openApiDocument } from "./openapi.js";
 import { queryCacheKey, type QueryCache } from "./query-cache.js";
 import type { CoreApi, ServiceHealth } from "./types.js";
@@ -59,7 +60,11 @@ const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_API_KEY_LENGTH = 512;
 /** Headroom over the core deadline before the gateway gives up on a core client that ignores it. */
 const CORE_DEADLINE_GRACE_MS = 250;
+/** Waits between background retries of a refund the ledger could not take (about 9 minutes in all). */
+const REFUND_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000];
 const INVALID_KEY_MESSAGE = "invalid API key";
+/** Name of the gateway's client span around the core call (the core's server span has the same name). */
+const CORE_SEARCH_SPAN = "reposearch.v1.SearchService/Search";
 
 const KNOWN_PATHS: ReadonlySet<string> = new Set([SEARCH_PATH, HEALTH_PATH, OPENAPI_PATH, LLMS_TXT_PATH, DOCS_PATH, METRICS_PATH]);
 
@@ -76,6 +81,9 @@ interface RequestState {
   /** The presented key, only so that logged error text can be scrubbed of it. */
   apiKey?: string;
   cache?: "hit" | "miss";
+  /** The request's server span (POST /v1/codehost/search only) and the context that has it as parent. */
+  span?: Span;
+  traceCtx?: Context;
 }
 
 const states = new WeakMap<Request, RequestState>();
@@ -228,6 +236,16 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
     };
     states.set(req, state);
     res.setHeader("X-Request-Id", state.clientRequestId ?? state.requestId);
+    // One trace per search: the server span, joined to the caller's trace when it sent a traceparent.
+    if (req.method === "POST" && (req.path.toLowerCase().replace(/\/+$/, "") || "/") === SEARCH_PATH) {
+      const { span, ctx } = startSpan(
+        `POST ${SEARCH_PATH}`,
+        { kind: SpanKind.SERVER, attributes: { "http.request.method": "POST", "http.route": SEARCH_PATH, "url.path": SEARCH_PATH } },
+        extractTraceContext(req.headers),
+      );
+      state.span = span;
+      state.traceCtx = ctx;
+    }
     res.once("close", () => {
       const seconds = Number(process.hrtime.bigint() - state.startNs) / 1e9;
       const routePath: unknown = req.route?.path;
@@ -236,6 +254,12 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
       // 499 (nginx's "client closed request") when the caller left before the answer was written.
       const status = res.writableFinished ? res.statusCode : 499;
       metrics.httpDuration.observe({ method: req.method, route, status: String(status) }, seconds);
+      const traceId = traceIdOf(state.span);
+      if (state.span) {
+        state.span.setAttribute("http.response.status_code", status);
+        if (status >= 500) failSpan(state.span, `HTTP ${status}`);
+        state.span.end();
+      }
       log.info("request", {
         requestId: state.requestId,
         ...(state.clientRequestId ? { clientRequestId: state.clientRequestId } : {}),
@@ -246,6 +270,7 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
         ip: state.ip,
         ...(state.accountId ? { accountId: state.accountId, keyPrefix: state.keyPrefix } : {}),
         ...(state.cache ? { cache: state.cache } : {}),
+        ...(traceId ? { traceId } : {}),
       });
     });
     next();
@@ -257,11 +282,53 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
     next();
   });
 
+  /** A limiter decision, counted: store failures (either fail mode) and rejections by scope. */
+  async function consumeLimit(scope: RateLimitScope, consume: () => Promise<RateLimitDecision>): Promise<RateLimitDecision> {
+    let decision: RateLimitDecision;
+    try {
+      decision = await consume();
+    } catch (err) {
+      if (err instanceof ReposearchError && err.code === ErrorCode.RateLimitUnavailable) metrics.rateLimiterUnavailable.inc();
+      throw err;
+    }
+    if (decision.degraded) metrics.rateLimiterUnavailable.inc();
+    if (!decision.allowed) metrics.rateLimitRejections.inc({ scope });
+    return decision;
+  }
+
+  function authFailure(reason: AuthFailureReason, code: ErrorCode, message: string): ReposearchError {
+    metrics.authFailures.inc({ reason });
+    return new ReposearchError(code, message);
+  }
+
+  /**
+   * A refund that could not reach the ledger is retried in the background until it gets an answer:
+   * when the connection drops after a debit committed but before its result arrived, the ledger is
+   * usually unreachable for the immediate refund too. Idempotent, and a no-op for a debit that never
+   * committed. Lost if the process exits first (then logged below as needing manual reversal).
+   */
+  function retryRefund(ledgerId: string, reason: string, accountId: string, onRefunded: () => void, attempt = 0): void {
+    const timer = setTimeout(() => {
+      accounts.refund(ledgerId, reason).then(
+        (refunded) => {
+          if (!refunded) return;
+          onRefunded();
+          log.warn("refund completed after the ledger came back", { requestId: ledgerId, accountId, attempts: attempt + 2 });
+        },
+        (err: unknown) => {
+          if (attempt + 1 < REFUND_RETRY_DELAYS_MS.length) return retryRefund(ledgerId, reason, accountId, onRefunded, attempt + 1);
+          log.error("refund failed; the ledger entry needs manual reversal", { requestId: ledgerId, accountId, error: describe(err, undefined) });
+        },
+      );
+    }, REFUND_RETRY_DELAYS_MS[attempt]);
+    timer.unref();
+  }
+
   // c. per-IP limit on every request, before anything else is looked at
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     let decision: RateLimitDecision;
     try {
-      decision = await limiter.consumeIp(rateLimitKeyForIp(stateOf(req).ip));
+      decision = await consumeLimit("ip", () => limiter.consumeIp(rateLimitKeyForIp(stateOf(req).ip)));
     } catch (err) {
       // Health must keep answering (with its own body) while the limiter store is down.
       const isHealth = (req.method === "GET" || req.method === "HEAD") && req.path.replace(/\/+$/, "").toLowerCase() === HEALTH_PATH;
@@ -320,9 +387,9 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
       // Authentication and permission.
       const apiKey = req.get("x-api-key");
       if (apiKey === undefined || apiKey.trim() === "") {
-        throw new ReposearchError(ErrorCode.AuthError, "missing API key: send it in the X-API-Key header");
+        throw authFailure("missing", ErrorCode.AuthError, "missing API key: send it in the X-API-Key header");
       }
-      if (apiKey.length > MAX_API_KEY_LENGTH) throw new ReposearchError(ErrorCode.AuthError, INVALID_KEY_MESSAGE);
+      if (apiKey.length > MAX_API_KEY_LENGTH) throw authFailure("invalid", ErrorCode.AuthError, INVALID_KEY_MESSAGE);
       state.apiKey = apiKey;
       let principal: Principal | null;
       try {
@@ -330,16 +397,17 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
       } catch (err) {
         throw new ReposearchError(ErrorCode.ExternalService, "accounts database unavailable; retry later", { cause: err });
       }
-      if (!principal) throw new ReposearchError(ErrorCode.AuthError, INVALID_KEY_MESSAGE);
+      if (!principal) throw authFailure("invalid", ErrorCode.AuthError, INVALID_KEY_MESSAGE);
       state.accountId = principal.accountId;
       state.keyPrefix = principal.keyPrefix;
-      if (principal.accountStatus !== "active") throw new ReposearchError(ErrorCode.Forbidden, "account is suspended");
+      if (principal.accountStatus !== "active") throw authFailure("forbidden", ErrorCode.Forbidden, "account is suspended");
       if (!principal.scopes.includes(SCOPE_SEARCH)) {
-        throw new ReposearchError(ErrorCode.Forbidden, `this API key lacks the "${SCOPE_SEARCH}" scope`);
+        throw authFailure("forbidden", ErrorCode.Forbidden, `this API key lacks the "${SCOPE_SEARCH}" scope`);
       }
 
       // Per-account limit; its headers go on every later answer, success included.
-      const decision = await limiter.consumeAccount(principal.accountId);
+      const accountId = principal.accountId;
+      const decision = await consumeLimit("account", () => limiter.consumeAccount(accountId));
       if (!decision.allowed) throw rateLimited(res, decision, "searches per account");
       setRateLimitHeaders(res, decision);
 
@@ -355,10 +423,20 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
         debit = await accounts.debit(principal.accountId, SEARCH_PRICE_MICROS, ledgerId);
       } catch (err) {
         // The debit may have committed before the failure surfaced: undo it (a no-op when it did not).
-        await accounts.refund(ledgerId, "debit failed").catch(() => false);
+        // It had committed when the refund succeeds: the ledger holds both entries, and so do the counters.
+        const countBoth = (): void => {
+          metrics.creditsDebited.inc(SEARCH_PRICE_MICROS);
+          metrics.creditsRefunded.inc(SEARCH_PRICE_MICROS);
+        };
+        const refunded = await accounts.refund(ledgerId, "debit failed").catch(() => {
+          retryRefund(ledgerId, "debit failed", accountId, countBoth);
+          return false;
+        });
+        if (refunded) countBoth();
         throw new ReposearchError(ErrorCode.ExternalService, "credits ledger unavailable; nothing was charged, retry later", { cause: err });
       }
-      if (!debit.ok) throw new ReposearchError(ErrorCode.InsufficientCredits, "insufficient credits: top up the account in the dashboard");
+      if (!debit.ok) throw authFailure("insufficient_credits", ErrorCode.InsufficientCredits, "insufficient credits: top up the account in the dashboard");
+      metrics.creditsDebited.inc(SEARCH_PRICE_MICROS);
 
       let response: SearchResponse;
       try {
@@ -366,13 +444,10 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
       } catch (err) {
         const failure = fromCoreError(err);
         try {
-          await accounts.refund(ledgerId, `search failed: ${failure.code}`);
+          if (await accounts.refund(ledgerId, `search failed: ${failure.code}`)) metrics.creditsRefunded.inc(SEARCH_PRICE_MICROS);
         } catch (refundErr) {
-          log.error("refund failed; the ledger entry needs manual reversal", {
-            requestId: ledgerId,
-            accountId: principal.accountId,
-            error: describe(refundErr, apiKey),
-          });
+          log.warn("refund failed; retrying in the background", { requestId: ledgerId, accountId: principal.accountId, error: describe(refundErr, apiKey) });
+          retryRefund(ledgerId, `search failed: ${failure.code}`, accountId, () => metrics.creditsRefunded.inc(SEARCH_PRICE_MICROS));
         }
         throw failure;
       }
@@ -398,11 +473,22 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
       () => abort.abort(new ReposearchError(ErrorCode.DeadlineExceeded, `no answer within ${coreTimeoutMs} ms`)),
       coreTimeoutMs + CORE_DEADLINE_GRACE_MS,
     );
+    // The core call as a client span under the request's span; its context travels as traceparent.
+    const { span, ctx } = startSpan(
+      CORE_SEARCH_SPAN,
+      { kind: SpanKind.CLIENT, attributes: { "rpc.system": "grpc", "rpc.service": "reposearch.v1.SearchService", "rpc.method": "Search" } },
+      state.traceCtx ?? extractTraceContext({}),
+    );
+    const metadata = { ...traceHeaders(ctx), "x-request-id": state.requestId };
     try {
-      const response = await untilAborted(core.search(request, { deadlineMs: coreTimeoutMs, signal: abort.signal }), abort.signal);
+      const response = await untilAborted(core.search(request, { deadlineMs: coreTimeoutMs, signal: abort.signal, metadata }), abort.signal);
       if (queryCache) await queryCache.set(key, response);
       return response;
+    } catch (err) {
+      failSpan(span, err instanceof ReposearchError ? err.code : "core call failed");
+      throw err;
     } finally {
+      span.end();
       clearTimeout(guard);
       res.off("close", onClose);
     }

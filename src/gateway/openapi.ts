@@ -122,7 +122,9 @@ export const LIMITS = {
 export const OWNER_REPO_PATTERN = "^[^/\\s]+/[^/\\s]+$";
 
 const ref = (name: SchemaName): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
-const nonNegativeInt = (description: string): JsonSchema => ({ type: "integer", minimum: 0, description });
+// The upper bound is the core's (src/core/validate.ts accepts safe integers only): without it a value such as
+// 12345678901234567890 passed this schema, was debited, then refused by the core as "must be an integer" (and refunded).
+const nonNegativeInt = (description: string): JsonSchema => ({ type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
 
 const categoryEnum: JsonSchema = {
   type: "string",

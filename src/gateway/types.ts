@@ -9,7 +9,8 @@ export type CoreServingStatus = "SERVING" | "NOT_SERVING" | "UNKNOWN" | "SERVICE
 
 /** The part of the gRPC core client the gateway calls. */
 export interface CoreApi {
-  search(req: SearchRequest, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<SearchResponse>;
+  /** `metadata` carries the trace context (traceparent) and the request id to the core. */
+  search(req: SearchRequest, opts: { deadlineMs: number; signal?: AbortSignal; metadata?: Readonly<Record<string, string>> }): Promise<SearchResponse>;
   health(): Promise<CoreServingStatus>;
 }
 

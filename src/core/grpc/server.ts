@@ -11,6 +11,8 @@ import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation, type ServingStatus } from "grpc-health-check";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { Logger } from "../../common/logger.js";
+import { SpanKind, context, extractTraceContext, failSpan, stageSpan, startSpan } from "../../common/tracing.js";
+import type { GrpcCallMetrics } from "../metrics.js";
 import type { SearchCore } from "../types.js";
 import { validateSearchRequest } from "../validate.js";
 import { SEARCH_SERVICE_NAME, errorToStatus, loadProtos, requestFromProto, responseToProto, statsToProto } from "./convert.js";
@@ -26,6 +28,8 @@ export interface GrpcServerOptions {
   readonly shutdownGraceMs: number;
   /** How often health is re-derived from core.ready(). Default 1000. */
   readonly healthPollMs?: number;
+  /** Records every SearchService call (grpc_server_handling_seconds, grpc_server_handled_total). */
+  readonly metrics?: GrpcCallMetrics;
 }
 
 export interface GrpcServerHandle {
@@ -44,6 +48,27 @@ export interface GrpcServerHandle {
 
 /** A cancellation this close to the deadline is reported as the deadline (see the 'cancelled' handler). */
 const DEADLINE_SKEW_MS = 200;
+
+/** Status codes that mean the server failed (a span error), as opposed to a caller's mistake. */
+const SERVER_FAULTS: ReadonlySet<grpc.status> = new Set([
+  grpc.status.UNKNOWN,
+  grpc.status.DEADLINE_EXCEEDED,
+  grpc.status.UNIMPLEMENTED,
+  grpc.status.INTERNAL,
+  grpc.status.UNAVAILABLE,
+  grpc.status.DATA_LOSS,
+]);
+
+function firstString(values: grpc.MetadataValue[]): string | undefined {
+  const v = values[0];
+  return typeof v === "string" ? v : undefined;
+}
+
+/** What a call's work gets besides its request and signal. */
+interface CallContext {
+  /** Per-stage hook that records the stage as a child span of the call's span (undefined when not tracing). */
+  readonly onStage: ((stage: string, seconds: number) => void) | undefined;
+}
 
 /** Abort reason for a cancelled call: the client is gone, nothing is sent back. */
 class CallCancelled extends Error {
@@ -122,10 +147,20 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
    */
   const unary = (
     method: string,
-    work: (request: unknown, signal: AbortSignal) => Promise<object>,
+    work: (request: unknown, signal: AbortSignal, callCtx: CallContext) => Promise<object>,
   ): grpc.handleUnaryCall<object, object> => {
     return (call, callback) => {
       const startedAt = performance.now();
+      // The caller's trace context (W3C traceparent in the metadata) is the parent of this call's span.
+      const parent = extractTraceContext({ traceparent: firstString(call.metadata.get("traceparent")), tracestate: firstString(call.metadata.get("tracestate")) });
+      const { span, ctx: spanCtx } = startSpan(
+        `${SEARCH_SERVICE_NAME}/${method}`,
+        { kind: SpanKind.SERVER, attributes: { "rpc.system": "grpc", "rpc.service": SEARCH_SERVICE_NAME, "rpc.method": method } },
+        parent,
+      );
+      const callCtx: CallContext = {
+        onStage: span.isRecording() ? (stage, seconds) => stageSpan(spanCtx, `search.${stage}`, seconds, { "search.stage": stage }) : undefined,
+      };
       const ac = new AbortController();
       const remainingMs = msUntil(call.getDeadline());
       let deadlineTimer: NodeJS.Timeout | undefined;
@@ -147,14 +182,23 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
 
       const finish = (code: grpc.status): void => {
         if (deadlineTimer) clearTimeout(deadlineTimer);
-        log.debug("grpc call", { method, code: grpc.status[code], ms: Math.round((performance.now() - startedAt) * 100) / 100, requestId });
+        const ms = performance.now() - startedAt;
+        const codeName = grpc.status[code] ?? String(code);
+        opts.metrics?.observeCall(SEARCH_SERVICE_NAME, method, codeName, ms / 1000);
+        span.setAttribute("rpc.grpc.status_code", code);
+        if (SERVER_FAULTS.has(code)) failSpan(span, codeName);
+        span.end();
+        log.debug("grpc call", { method, code: codeName, ms: Math.round(ms * 100) / 100, requestId });
       };
 
       void (async () => {
         try {
           if (draining) throw new ReposearchError(ErrorCode.Unavailable, "server is shutting down");
           if (ac.signal.aborted) throw ac.signal.reason; // arrived with its deadline already spent
-          const reply = await untilAborted(work(call.request, ac.signal), ac.signal);
+          const reply = await untilAborted(
+            context.with(spanCtx, () => work(call.request, ac.signal, callCtx)),
+            ac.signal,
+          );
           callback(null, reply);
           finish(grpc.status.OK);
         } catch (thrown) {
@@ -179,10 +223,10 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   };
 
   server.addService(protos.searchService, {
-    Search: unary("Search", async (request, signal) => {
+    Search: unary("Search", async (request, signal, { onStage }) => {
       const req = validateSearchRequest(requestFromProto(request));
       if (!core.ready()) throw new ReposearchError(ErrorCode.Unavailable, "no index loaded yet");
-      return responseToProto(await core.search(req, { signal }));
+      return responseToProto(await core.search(req, { signal, ...(onStage ? { onStage } : {}) }));
     }),
     GetIndexStats: unary("GetIndexStats", async () => statsToProto(await core.stats())),
   });

@@ -14,7 +14,9 @@ import { readdir, readFile, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import type { Histogram, Registry } from "prom-client";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
+import { LATENCY_BUCKETS, histogram, indexGauges, newRegistry } from "../../common/metrics.js";
 import { logger as rootLogger, type Logger } from "../../common/logger.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Bitset } from "../embedded/bitset.js";
@@ -106,6 +108,9 @@ export class StoreServer {
   private operationId = 0;
   private server: Server | null = null;
   private address: AddressInfo | null = null;
+  /** GET /metrics: default process metrics, request durations, and the served index's gauges. */
+  readonly registry: Registry = newRegistry();
+  private readonly httpDuration: Histogram<"method" | "route" | "status">;
 
   private constructor(o: StoreServerOptions) {
     this.store = o.store;
@@ -115,6 +120,17 @@ export class StoreServer {
     this.stateFile = path.join(path.dirname(o.store.dir.root), "store-serve.json");
     this.maxBodyBytes = o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.closeGraceMs = o.closeGraceMs ?? 5_000;
+    this.httpDuration = histogram(this.registry, {
+      name: "http_request_duration_seconds",
+      help: "store serve request duration by method, route template and status.",
+      labelNames: ["method", "route", "status"] as const,
+      buckets: [...LATENCY_BUCKETS],
+    });
+    indexGauges(this.registry).track(async () => {
+      const info = await this.store.info();
+      const ageSeconds = info.publishedAt ? Math.max(0, Math.round((Date.now() - Date.parse(info.publishedAt)) / 1000)) : null;
+      return { version: info.version, count: info.count, ageSeconds };
+    });
   }
 
   /** Loads the collection state and listens. Resolves once the port is bound. */
@@ -169,9 +185,19 @@ export class StoreServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const elapsed = () => (performance.now() - started) / 1000;
+    let route = "unmatched";
+    res.once("finish", () => this.httpDuration.observe({ method: metricMethod(req.method), route, status: String(res.statusCode) }, elapsed()));
     try {
       const url = new URL(req.url ?? "/", "http://localhost");
+      if (url.pathname === "/metrics" && req.method === "GET") {
+        route = "/metrics";
+        const text = await this.registry.metrics();
+        res.writeHead(200, { "content-type": this.registry.contentType, "cache-control": "no-store" });
+        res.end(text);
+        return;
+      }
       const segs = url.pathname.split("/").filter((s) => s !== "").map(decodeSegment);
+      route = this.routeLabel(segs);
       const result = await this.route(req.method ?? "GET", segs, req);
       send(res, 200, { result, status: "ok", time: elapsed() });
     } catch (err) {
@@ -179,6 +205,17 @@ export class StoreServer {
       if (status >= 500) this.log.error("request failed", { method: req.method, url: req.url, err });
       send(res, status, { status: { error: message }, time: elapsed() });
     }
+  }
+
+  /** A bounded route label for metrics: collection names become placeholders, unknown paths "unmatched". */
+  private routeLabel(segs: readonly string[]): string {
+    if (segs.length === 0) return "/";
+    if (segs[0] !== "collections") return "unmatched";
+    if (segs.length === 1) return "/collections";
+    const name = segs[1] === this.collection ? "{collection}" : segs[1] === this.metaCollection ? "{meta}" : "{other}";
+    const rest = segs.slice(2).join("/");
+    if (rest === "") return `/collections/${name}`;
+    return ROUTE_SUFFIXES.has(rest) ? `/collections/${name}/${rest}` : "unmatched";
   }
 
   private async route(method: string, segs: string[], req: IncomingMessage): Promise<unknown> {
@@ -835,6 +872,14 @@ function toHttpError(err: unknown): { status: number; message: string } {
     if (err.code === ErrorCode.Unavailable) return { status: 503, message: `Service unavailable: ${err.message}` };
   }
   return { status: 500, message: `Service internal error: ${err instanceof Error ? err.message : String(err)}` };
+}
+
+/** Collection sub-paths of the emulated API, the only ones that become a route label. */
+const ROUTE_SUFFIXES: ReadonlySet<string> = new Set(["exists", "index", "points", "points/delete", "points/scroll", "points/count", "points/query"]);
+const METRIC_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
+
+function metricMethod(method: string | undefined): string {
+  return method !== undefined && METRIC_METHODS.has(method) ? method : "other";
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
