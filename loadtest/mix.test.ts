@@ -1,0 +1,120 @@
+/** The load tests' request mix sends only valid bodies, and the runner's statistics are right. */
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { describe, test } from "node:test";
+import { validateSearchRequest } from "../src/gateway/validation.js";
+import { Latencies, percentile } from "./loadgen.js";
+import { buildRequests, DEFAULT_QUERIES_PATH, loadMix, loadMixQueries, resolveBody, type MixQuery } from "./mix.js";
+import { scenarioPhases, summarize } from "./runner.js";
+
+const mix = loadMix();
+
+// Every language and category dev.jsonl guesses, plus the no-guess fallbacks.
+const SYNTHETIC: MixQuery[] = [
+  { query: "Python libraries for building AI agents", language: "Python", category_guess: "agent" },
+  { query: "C# ORM", language: "C#", category_guess: "data" },
+  { query: "curated list of Flutter packages", language: "Dart", category_guess: "curated-list" },
+  { query: "tutorials for Ruby on Rails", language: "Ruby", category_guess: "educational" },
+  { query: "no guesses at all", language: null, category_guess: null },
+];
+
+describe("query mix", () => {
+  test("every entry, resolved for every kind of query, is a valid SearchRequest", () => {
+    for (const entry of mix.entries) {
+      for (const q of SYNTHETIC) {
+        const body = resolveBody(mix, entry, q);
+        const v = validateSearchRequest(body);
+        assert.ok(v.ok, `${entry.name} × ${JSON.stringify(q)}: ${JSON.stringify(body)} → ${v.ok ? "" : JSON.stringify(v.details)}`);
+        assert.doesNotMatch(JSON.stringify(body), /\$(language|category)/, "placeholders are filled");
+      }
+    }
+  });
+
+  test("placeholders take the query's guesses, else the fallbacks; arrays are de-duplicated", () => {
+    const combined = mix.entries.find((e) => e.name === "combined")!;
+    const lib = resolveBody(mix, combined, { query: "q", language: "Ruby", category_guess: "library" });
+    assert.deepEqual(lib.filters, { language: "Ruby", minStars: 100, staleAfterMonths: 24, categories: ["library"] });
+    const none = resolveBody(mix, combined, { query: "q", language: null, category_guess: null });
+    assert.equal((none.filters as { language: string }).language, mix.fallbackLanguage);
+  });
+
+  test("the mix covers the filter kinds the load tests promise", () => {
+    const text = JSON.stringify(mix.entries.map((e) => e.body));
+    for (const k of ["language", "minStars", "maxStars", "minForks", "topics", "categories", "staleAfterMonths", "excludeArchived", "excludeRepos", "includeTree", "limit"]) {
+      assert.ok(text.includes(`"${k}"`), k);
+    }
+    assert.ok(mix.entries.some((e) => JSON.stringify(e.body).includes('"categories":[]')), "categories: [] (all)");
+    assert.ok(mix.entries.some((e) => JSON.stringify(e.body).includes('"excludeArchived":false')), "excludeArchived: false");
+  });
+
+  test("buildRequests is repeatable and follows the weights", { skip: !existsSync(DEFAULT_QUERIES_PATH) && "dev.jsonl not present" }, async () => {
+    const queries = await loadMixQueries();
+    const a = buildRequests(mix, queries, 4000, 7);
+    assert.deepEqual(a, buildRequests(mix, queries, 4000, 7));
+    assert.notDeepEqual(a.slice(0, 50), buildRequests(mix, queries, 50, 8));
+    for (const r of a) {
+      const v = validateSearchRequest(r.body);
+      assert.ok(v.ok, `${r.mix}: ${JSON.stringify(r.body)}`);
+    }
+    const total = mix.entries.reduce((s, e) => s + e.weight, 0);
+    const defaults = mix.entries.find((e) => e.name === "defaults")!;
+    const share = a.filter((r) => r.mix === "defaults").length / a.length;
+    assert.ok(Math.abs(share - defaults.weight / total) < 0.04, `defaults share ${share}`);
+    assert.equal(new Set(a.map((r) => r.mix)).size, mix.entries.length, "every entry is used");
+  });
+});
+
+describe("runner statistics", () => {
+  test("nearest-rank percentiles", () => {
+    const l = new Latencies();
+    for (let i = 100; i >= 1; i--) l.push(i); // unsorted on purpose
+    const s = l.sorted();
+    assert.equal(percentile(s, 50), 50);
+    assert.equal(percentile(s, 99), 99);
+    assert.equal(percentile(s, 100), 100);
+    assert.ok(Number.isNaN(percentile(new Float64Array(0), 50)));
+  });
+
+  test("Latencies grows past its first buffer", () => {
+    const l = new Latencies();
+    for (let i = 0; i < 40_000; i++) l.push(40_000 - i);
+    assert.equal(l.length, 40_000);
+    const s = l.sorted();
+    assert.equal(s[0], 1);
+    assert.equal(s[39_999], 40_000);
+  });
+
+  test("summaries: RPS counts 2xx only, non-2xx and errors apart, CPU as % of one core", () => {
+    const lat = new Latencies();
+    for (const x of [10, 20, 30, 40]) lat.push(x);
+    const s = summarize("t", [{ label: "t", connections: 2, seconds: 2, latencies: lat, statuses: { "200": 3, "429": 1 }, errors: { ECONNRESET: 1 }, invalidBodies: 0, sampledBodies: 1, byMix: { defaults: 5 } }], 1, 0.5);
+    assert.equal(s.requests, 5);
+    assert.equal(s.ok2xx, 3);
+    assert.equal(s.rps, 1.5);
+    assert.equal(s.non2xx, 1);
+    assert.equal(s.errors, 1);
+    assert.equal(s.latencyMs.p50, 20);
+    assert.equal(s.latencyMs.max, 40);
+    assert.equal(s.serverCpuPct, 50);
+    assert.equal(s.loadgenCpuPct, 25);
+  });
+
+  test("scenarios: defaults and overrides", () => {
+    assert.deepEqual(
+      scenarioPhases("load").map((p) => [p.connections, p.seconds]),
+      [[50, 60]],
+    );
+    assert.deepEqual(
+      scenarioPhases("load", 5, 8).map((p) => [p.connections, p.seconds]),
+      [[8, 5]],
+    );
+    assert.deepEqual(
+      scenarioPhases("spike").map((p) => [p.connections, p.seconds]),
+      [
+        [10, 10],
+        [100, 10],
+        [10, 10],
+      ],
+    );
+  });
+});

@@ -1,0 +1,414 @@
+/**
+ * `npm run loadtest`: the k6 scenarios (loadtest/k6) under Node, for machines without k6.
+ *
+ *   node dist/loadtest/runner.js [--scenario smoke,load] [--duration S] [--connections N] [--warmup S]
+ *        [--data-dir DIR] [--base-url URL --api-key KEY [--server-pid PID]]
+ *        [--ceiling-seconds 10 | --no-ceiling] [--out results/loadtest.json]
+ *
+ * Without --base-url it starts `reposearch serve` on DATA_DIR's published index in a child process
+ * (throw-away ledger, rate limits raised, query cache off: see server.ts) and measures that
+ * process's CPU from /proc. The generator (loadgen.ts) runs here. After the scenarios, with the
+ * server stopped, it measures the embedding-only ceiling (ceiling.ts) and reports sustained search
+ * RPS as a fraction of the single-thread ceiling. Markdown table on stdout, JSON to --out.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { setLogLevel } from "../src/common/logger.js";
+import { loadConfig, projectRoot } from "../src/config/config.js";
+import { IndexDir } from "../src/store/embedded/writer.js";
+import { indexEmbedderId, multiThreadCeiling, singleThreadCeiling, type CeilingResult } from "./ceiling.js";
+import { Latencies, percentile, runPhases, type LoadRequest, type Phase, type PhaseRecord, type Target } from "./loadgen.js";
+import { buildRequests, DEFAULT_MIX_PATH, DEFAULT_QUERIES_PATH, loadMix, loadMixQueries } from "./mix.js";
+import { killLiveServers, procCpuSeconds, procRssMb, startChildServer, type ChildServer } from "./server.js";
+
+export const SCENARIOS = ["smoke", "load", "stress", "spike", "soak"] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+/** The targets the load scenario is judged against (README "Load tests"). */
+export const TARGETS = { p99Ms: 100, errors: 0, ceilingRatio: 0.7 } as const;
+
+/** A scenario's phases (without warm-up); `duration` / `connections` override the defaults. */
+export function scenarioPhases(name: ScenarioName, duration?: number, connections?: number): Phase[] {
+  const one = (conn: number, secs: number): Phase[] => [{ label: name, connections: connections ?? conn, seconds: duration ?? secs, record: true }];
+  switch (name) {
+    case "smoke":
+      return one(1, 10);
+    case "load":
+      return one(50, 60);
+    case "stress":
+      return one(100, 30);
+    case "soak":
+      return one(25, 3600);
+    case "spike": {
+      // Baseline, a sudden jump to the peak (no ramp), then recovery at the baseline.
+      const peak = connections ?? 100;
+      const base = Math.max(1, Math.round(peak / 10));
+      const third = (duration ?? 30) / 3;
+      return [
+        { label: `spike: baseline`, connections: base, seconds: third, record: true },
+        { label: `spike: peak`, connections: peak, seconds: third, record: true },
+        { label: `spike: recovery`, connections: base, seconds: third, record: true },
+      ];
+    }
+  }
+}
+
+export interface Summary {
+  readonly label: string;
+  readonly connections: number | string;
+  readonly seconds: number;
+  /** Sent: responses plus requests that got none. */
+  readonly requests: number;
+  readonly ok2xx: number;
+  /** 2xx responses per second. */
+  readonly rps: number;
+  readonly latencyMs: { readonly min: number; readonly p50: number; readonly p90: number; readonly p95: number; readonly p99: number; readonly max: number; readonly mean: number };
+  readonly statuses: Record<string, number>;
+  readonly non2xx: number;
+  readonly errors: number;
+  readonly errorKinds: Record<string, number>;
+  readonly sampledBodies: number;
+  readonly invalidBodies: number;
+  /** Server process CPU, % of one core (null when not measured). */
+  readonly serverCpuPct: number | null;
+  /** This process (the load generator) CPU, % of one core. */
+  readonly loadgenCpuPct: number;
+  readonly byMix: Record<string, number>;
+}
+
+const r1 = (x: number) => Math.round(x * 10) / 10;
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+
+function sumInto(into: Record<string, number>, from: Record<string, number>): void {
+  for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
+}
+
+export function summarize(label: string, recs: readonly PhaseRecord[], serverCpuS: number | null, loadgenCpuS: number): Summary {
+  const seconds = recs.reduce((s, r) => s + r.seconds, 0);
+  const lat = (recs.length === 1 ? recs[0]!.latencies : Latencies.concat(recs.map((r) => r.latencies))).sorted();
+  const statuses: Record<string, number> = {};
+  const errorKinds: Record<string, number> = {};
+  const byMix: Record<string, number> = {};
+  for (const r of recs) {
+    sumInto(statuses, r.statuses);
+    sumInto(errorKinds, r.errors);
+    sumInto(byMix, r.byMix);
+  }
+  const ok2xx = Object.entries(statuses).reduce((s, [k, v]) => s + (k.startsWith("2") ? v : 0), 0);
+  const responses = Object.values(statuses).reduce((s, v) => s + v, 0);
+  const errors = Object.values(errorKinds).reduce((s, v) => s + v, 0);
+  let mean = 0;
+  for (let i = 0; i < lat.length; i++) mean += lat[i]!;
+  mean = lat.length ? mean / lat.length : NaN;
+  const conns = [...new Set(recs.map((r) => r.connections))];
+  return {
+    label,
+    connections: conns.length === 1 ? conns[0]! : conns.join(" → "),
+    seconds: r3(seconds),
+    requests: responses + errors,
+    ok2xx,
+    rps: r1(ok2xx / seconds),
+    latencyMs: {
+      min: r3(lat[0] ?? NaN),
+      p50: r3(percentile(lat, 50)),
+      p90: r3(percentile(lat, 90)),
+      p95: r3(percentile(lat, 95)),
+      p99: r3(percentile(lat, 99)),
+      max: r3(lat[lat.length - 1] ?? NaN),
+      mean: r3(mean),
+    },
+    statuses,
+    non2xx: responses - ok2xx,
+    errors,
+    errorKinds,
+    sampledBodies: recs.reduce((s, r) => s + r.sampledBodies, 0),
+    invalidBodies: recs.reduce((s, r) => s + r.invalidBodies, 0),
+    serverCpuPct: serverCpuS === null ? null : r1((serverCpuS / seconds) * 100),
+    loadgenCpuPct: r1((loadgenCpuS / seconds) * 100),
+    byMix,
+  };
+}
+
+export function markdownTable(rows: readonly Summary[]): string {
+  const f = (x: number | null) => (x === null || Number.isNaN(x) ? "–" : String(x));
+  const lines = [
+    "| scenario | connections | duration s | requests | RPS (2xx/s) | p50 ms | p95 ms | p99 ms | max ms | errors | non-2xx | server CPU % | loadgen CPU % |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const s of rows) {
+    const l = s.latencyMs;
+    lines.push(
+      `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.loadgenCpuPct)} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+function parseScenarios(v: string | undefined): ScenarioName[] {
+  const names = (v ?? "smoke,load").split(",").map((s) => s.trim()).filter(Boolean);
+  for (const n of names) if (!(SCENARIOS as readonly string[]).includes(n)) throw new Error(`--scenario: unknown ${JSON.stringify(n)} (one of ${SCENARIOS.join(", ")}, or a comma list)`);
+  return names as ScenarioName[];
+}
+
+function num(flag: string, v: string | undefined, min: number): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min) throw new Error(`--${flag} must be a number ≥ ${min} (got ${JSON.stringify(v)})`);
+  return n;
+}
+
+function gitCommit(): string | null {
+  try {
+    return execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: projectRoot, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  } catch {
+    return null;
+  }
+}
+
+function indexInfo(dataDir: string): Record<string, unknown> | null {
+  try {
+    const dir = new IndexDir(dataDir);
+    const label = (JSON.parse(readFileSync(dir.currentFile, "utf8")) as { version: string }).version;
+    const m = JSON.parse(readFileSync(path.join(dir.versionDir(label), "manifest.json"), "utf8")) as Record<string, unknown>;
+    return { version: m.version, count: m.count, dims: m.dims, embedderId: m.embedderId, createdAt: m.createdAt };
+  } catch {
+    return null;
+  }
+}
+
+async function preflight(target: Target, body: Buffer): Promise<void> {
+  const res = await fetch(new URL("/v1/codehost/search", target.baseUrl), { method: "POST", headers: { "Content-Type": "application/json", "X-API-Key": target.apiKey }, body });
+  const text = await res.text();
+  if (res.status === 200) return;
+  const hint =
+    res.status === 429
+      ? " (the server's rate limits are in the way: run it with RATE_LIMIT_IP_PER_MINUTE and RATE_LIMIT_ACCOUNT_PER_MINUTE raised, e.g. 1000000000)"
+      : res.status === 401
+        ? " (check --api-key / API_KEY)"
+        : "";
+  throw new Error(`pre-flight search got ${res.status}${hint}: ${text.slice(0, 300)}`);
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      scenario: { type: "string" },
+      duration: { type: "string" },
+      connections: { type: "string" },
+      warmup: { type: "string", default: "3" },
+      "data-dir": { type: "string" },
+      "base-url": { type: "string" },
+      "api-key": { type: "string" },
+      "server-pid": { type: "string" },
+      queries: { type: "string" },
+      mix: { type: "string" },
+      requests: { type: "string", default: "5000" },
+      seed: { type: "string", default: "1" },
+      "timeout-ms": { type: "string", default: "10000" },
+      "sample-every": { type: "string", default: "100" },
+      "ceiling-seconds": { type: "string", default: "10" },
+      "no-ceiling": { type: "boolean", default: false },
+      "start-timeout-ms": { type: "string", default: "300000" },
+      out: { type: "string", default: path.join("results", "loadtest.json") },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    console.log(
+      "usage: node dist/loadtest/runner.js [--scenario smoke,load|stress|spike|soak] [--duration S] [--connections N] [--warmup S]\n" +
+        "       [--data-dir DIR] [--base-url URL --api-key KEY [--server-pid PID]] [--ceiling-seconds S | --no-ceiling] [--out FILE]",
+    );
+    return 0;
+  }
+  setLogLevel("warn");
+  const scenarios = parseScenarios(values.scenario);
+  const duration = num("duration", values.duration, 1);
+  const connections = num("connections", values.connections, 1);
+  const warmup = num("warmup", values.warmup, 0)!;
+  const ceilingSeconds = num("ceiling-seconds", values["ceiling-seconds"], 1)!;
+  const timeoutMs = num("timeout-ms", values["timeout-ms"], 1)!;
+  const sampleEvery = num("sample-every", values["sample-every"], 0)!;
+  const dataDir = path.resolve(values["data-dir"] ?? process.env.DATA_DIR ?? "./data");
+  const queriesPath = path.resolve(values.queries ?? process.env.EVAL_QUERIES ?? DEFAULT_QUERIES_PATH);
+  if (connections !== undefined && !Number.isInteger(connections)) throw new Error("--connections must be an integer");
+
+  const mix = loadMix(values.mix ? path.resolve(values.mix) : DEFAULT_MIX_PATH);
+  const queries = await loadMixQueries(queriesPath);
+  const requests: LoadRequest[] = buildRequests(mix, queries, num("requests", values.requests, 1)!, Number(values.seed)).map((r) => ({
+    mix: r.mix,
+    body: Buffer.from(JSON.stringify(r.body)),
+  }));
+  const plans = scenarios.map((name) => ({ name, phases: scenarioPhases(name, duration, connections) }));
+  const totalSeconds = plans.reduce((s, p) => s + warmup + p.phases.reduce((a, ph) => a + ph.seconds, 0), 0);
+
+  let server: ChildServer | null = null;
+  // Ctrl-C: stop the server child gracefully once it is up, or kill it while it is still starting.
+  const onSignal = (sig: NodeJS.Signals) => {
+    const stopped = server ? server.stop() : Promise.resolve(killLiveServers());
+    void stopped.finally(() => process.kill(process.pid, sig));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  let target: Target;
+  let serverPid: number | null = null;
+  const external = values["base-url"] !== undefined;
+  if (external) {
+    const apiKey = values["api-key"] ?? process.env.API_KEY;
+    if (!apiKey) throw new Error("--base-url needs --api-key (or API_KEY)");
+    target = { baseUrl: values["base-url"]!, apiKey };
+    serverPid = num("server-pid", values["server-pid"], 1) ?? null;
+  } else {
+    // Each key comes with $1000 (1M searches at $0.001); top up for long runs at up to 2000 RPS.
+    const topups = Math.max(0, Math.ceil((totalSeconds * 2000) / 1_000_000) - 1);
+    console.error(`starting reposearch serve on ${dataDir} (throw-away ledger, limits raised, query cache off)…`);
+    const t0 = performance.now();
+    server = await startChildServer({ dataDir, topups, startTimeoutMs: num("start-timeout-ms", values["start-timeout-ms"], 1000)! });
+    console.error(`server pid ${server.pid} at ${server.url}, ready in ${r1((performance.now() - t0) / 1000)} s`);
+    target = { baseUrl: server.url, apiKey: server.apiKey };
+    serverPid = server.pid;
+  }
+  const stopServer = () => server?.stop();
+
+  const rows: Summary[] = [];
+  const results: Record<string, unknown>[] = [];
+  try {
+    await preflight(target, requests[0]!.body);
+    for (const plan of plans) {
+      const phases: Phase[] = warmup > 0 ? [{ label: "warm-up", connections: plan.phases[0]!.connections, seconds: warmup, record: false }, ...plan.phases] : plan.phases;
+      const serverCpu: (number | null)[] = [];
+      const ownCpu: number[] = [];
+      const loadavg = os.loadavg().map(r3);
+      console.error(`scenario ${plan.name}: ${plan.phases.map((p) => `${p.connections} conn × ${r1(p.seconds)} s`).join(", ")}${warmup ? ` after ${warmup} s warm-up` : ""} (load average ${loadavg.join(" ")})`);
+      const recs = await runPhases({
+        target,
+        requests,
+        phases,
+        timeoutMs,
+        sampleEvery,
+        onBoundary: () => {
+          serverCpu.push(serverPid === null ? null : procCpuSeconds(serverPid));
+          const u = process.cpuUsage();
+          ownCpu.push((u.user + u.system) / 1e6);
+        },
+      });
+      // Boundaries: one per phase start plus the end; skip the warm-up's.
+      const first = phases.length - recs.length;
+      const cpuDelta = (a: number, b: number) => {
+        const x = serverCpu[a];
+        const y = serverCpu[b];
+        return x === null || y === null || x === undefined || y === undefined ? null : y - x;
+      };
+      const phaseSummaries = recs.map((rec, k) => summarize(rec.label, [rec], cpuDelta(first + k, first + k + 1), ownCpu[first + k + 1]! - ownCpu[first + k]!));
+      const total = recs.length === 1 ? phaseSummaries[0]! : summarize(`${plan.name} (all)`, recs, cpuDelta(first, phases.length), ownCpu[phases.length]! - ownCpu[first]!);
+      if (recs.length > 1) rows.push(...phaseSummaries);
+      rows.push(total);
+      results.push({ scenario: plan.name, warmupSeconds: warmup, loadavgAtStart: loadavg, serverRssMbAtEnd: serverPid === null ? null : procRssMb(serverPid), total, ...(recs.length > 1 ? { phases: phaseSummaries } : {}) });
+    }
+  } catch (e) {
+    if (server) console.error(`server log (last lines):\n${server.logTail()}`);
+    throw e;
+  } finally {
+    await stopServer();
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+
+  // The ceiling, with the server stopped (idle machine apart from this process).
+  let ceiling: { embedderId: string; singleThread: CeilingResult; twoThreads: CeilingResult } | null = null;
+  let ceilingNote: string | null = null;
+  if (values["no-ceiling"]) {
+    ceilingNote = "skipped (--no-ceiling)";
+  } else if (!existsSync(path.join(dataDir, "index", "CURRENT"))) {
+    ceilingNote = `skipped: no published index in ${dataDir} to take the query embedder from (pass --data-dir)`;
+  } else {
+    const config = loadConfig({ ...process.env, DATA_DIR: dataDir });
+    const embedderId = await indexEmbedderId(config);
+    const texts = queries.map((q) => q.query);
+    console.error(`embedding ceiling: ${embedderId}, ${ceilingSeconds} s on 1 thread, then ${ceilingSeconds} s on 2 threads…`);
+    const singleThread = await singleThreadCeiling(config, embedderId, texts, ceilingSeconds);
+    const twoThreads = await multiThreadCeiling(dataDir, embedderId, texts, ceilingSeconds, 2);
+    ceiling = { embedderId, singleThread, twoThreads };
+  }
+
+  const load = results.find((r) => r.scenario === "load")?.total as Summary | undefined;
+  // Three significant digits: with a fast embedder the ratio can be far below 0.001.
+  const ratio = (s: Summary) => (ceiling ? Number((s.rps / ceiling.singleThread.perSecond).toPrecision(3)) : null);
+  for (const r of results) (r as { ceilingRatio?: number | null }).ceilingRatio = ratio(r.total as Summary);
+  const targets = load
+    ? {
+        scenario: "load",
+        p99: { targetMs: TARGETS.p99Ms, actualMs: load.latencyMs.p99, pass: load.latencyMs.p99 <= TARGETS.p99Ms },
+        errors: { target: TARGETS.errors, actual: load.errors + load.non2xx, pass: load.errors + load.non2xx === TARGETS.errors },
+        rps: {
+          target: `≥ ${TARGETS.ceilingRatio} × single-thread embedding ceiling`,
+          targetRps: ceiling ? r1(TARGETS.ceilingRatio * ceiling.singleThread.perSecond) : null,
+          actualRps: load.rps,
+          ratio: ratio(load),
+          pass: ceiling ? load.rps >= TARGETS.ceilingRatio * ceiling.singleThread.perSecond : null,
+        },
+      }
+    : null;
+
+  console.log(`\nreposearch load test, ${os.cpus().length} cores, ${external ? target.baseUrl : `child server on ${dataDir}`}, uncached queries, closed loop (no think time)\n`);
+  console.log(markdownTable(rows));
+  if (ceiling) {
+    const c = ceiling;
+    console.log(
+      `\nembedding-only ceiling (${c.embedderId}, no HTTP or search): ${r1(c.singleThread.perSecond)} queries/s on 1 thread (the server's model: sequential on its main thread), ${r1(c.twoThreads.perSecond)} queries/s on 2 threads`,
+    );
+    for (const r of results) console.log(`  ${r.scenario}: ${(r.total as Summary).rps} RPS = ${r.ceilingRatio} × the single-thread ceiling`);
+  } else {
+    console.log(`\nembedding-only ceiling: ${ceilingNote}`);
+  }
+  if (targets) {
+    const pf = (b: boolean | null) => (b === null ? "n/a" : b ? "PASS" : "FAIL");
+    console.log(
+      `\ntargets (load): p99 ${targets.p99.actualMs} ms ≤ ${TARGETS.p99Ms} ms ${pf(targets.p99.pass)}; errors + non-2xx ${targets.errors.actual} = 0 ${pf(targets.errors.pass)}; ` +
+        `RPS ${load!.rps} ≥ ${TARGETS.ceilingRatio} × ceiling${targets.rps.targetRps === null ? "" : ` (${targets.rps.targetRps})`} ${pf(targets.rps.pass)}`,
+    );
+  }
+  const invalid = rows.reduce((s, r) => s + r.invalidBodies, 0);
+  if (invalid) console.log(`\nwarning: ${invalid} sampled 200 bodies failed the SearchResponse schema`);
+
+  const out = path.resolve(values.out!);
+  await mkdir(path.dirname(out), { recursive: true });
+  await writeFile(
+    out,
+    JSON.stringify(
+      {
+        benchmark: "loadtest",
+        date: new Date().toISOString(),
+        commit: gitCommit(),
+        host: { cores: os.cpus().length, cpu: os.cpus()[0]?.model ?? null, memoryGb: r1(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}` },
+        server: external ? { baseUrl: target.baseUrl, pid: serverPid } : { mode: "child process: reposearch serve", dataDir, env: { ...server!.overrides, LEDGER_SQLITE_PATH: "(a temp file, removed after the run)" }, logLevel: process.env.LOG_LEVEL ?? "info" },
+        index: indexInfo(dataDir),
+        generator: { kind: "closed loop, node:http keep-alive", timeoutMs, warmupSeconds: warmup, distinctBodies: requests.length, seed: Number(values.seed), sampleEvery },
+        mix: { file: path.relative(projectRoot, values.mix ? path.resolve(values.mix) : DEFAULT_MIX_PATH), queries: path.relative(projectRoot, queriesPath), queryCount: queries.length, entries: mix.entries.map((e) => ({ name: e.name, weight: e.weight })) },
+        scenarios: results,
+        ceiling: ceiling ?? { note: ceilingNote },
+        ceilingRatioUses: "single-thread (sequential, as the server embeds on its main thread)",
+        targets,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
+  const shown = path.relative(process.cwd(), out);
+  console.log(`\nwrote ${shown.startsWith("..") ? out : shown}`);
+  return 0;
+}
+
+// Run only as the entry point, so tests can import the helpers.
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
+  main().then(
+    (code) => (process.exitCode = code),
+    (e: unknown) => {
+      console.error(e instanceof Error ? e.message : e);
+      process.exitCode = 1;
+    },
+  );
+}
