@@ -24,7 +24,7 @@ import { validateSearchRequest } from "./validate.js";
 
 /** Candidates each retriever contributes to fusion. */
 export const LEXICAL_CANDIDATES = 200;
-export const DENSE_CANDIDATES = 100;
+export const DENSE_CANDIDATES = 50;
 /** The spec's rerank candidate pool. */
 export const RERANK_POOL = 100;
 export const DEFAULT_LIMIT = 10;
