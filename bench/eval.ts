@@ -28,7 +28,7 @@ import { createLocalReranker } from "../src/core/rerank/local.js";
 import type { Reranker } from "../src/core/rerank/types.js";
 
 const { values } = parseArgs({
-  options: { "data-dir": { type: "string" }, queries: { type: "string" }, "teacher-slice": { type: "string" }, tune: { type: "boolean" } },
+  options: { "data-dir": { type: "string" }, queries: { type: "string" }, "teacher-slice": { type: "string" }, tune: { type: "boolean" }, "write-fusion": { type: "boolean" } },
 });
 const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}) });
 const queriesFile = values.queries ?? path.resolve(projectRoot, "..", "shared", "eval", "dev.jsonl");
@@ -46,8 +46,8 @@ function listOf(id: string): string {
   return id.replace(/-\d+$/, "");
 }
 
-function engineFor(retrievers: { lexical: boolean; dense: boolean }, fusion: FusionWeights, reranker: Reranker | null): SearchEngine {
-  return SearchEngine.fromConfig(config, storeRef!, { retrievers, fusion, reranker, rerankTimeoutMs: 10_000 });
+function engineFor(retrievers: { lexical: boolean; dense: boolean }, fusion: FusionWeights, reranker: Reranker | null, understanding = true): SearchEngine {
+  return SearchEngine.fromConfig(config, storeRef!, { retrievers, fusion, reranker, rerankTimeoutMs: 10_000, understanding });
 }
 let storeRef: Awaited<ReturnType<typeof embeddedStoreFromConfig>> | null = null;
 
@@ -99,7 +99,24 @@ async function tune(store: Awaited<ReturnType<typeof embeddedStoreFromConfig>>, 
     const n = score(w, cached).ndcg10;
     if (n > bestN) [best, bestN] = [w, n];
   }
-  console.log(`tune: leave-one-list-out nDCG@10 ${meanMetrics(heldOut).ndcg10.toFixed(3)} (query-weighted); fit on all: ${bestN.toFixed(3)} with ${JSON.stringify(best)}; current default ${score(DEFAULT_FUSION, cached).ndcg10.toFixed(3)}`);
+  const heldOutN = meanMetrics(heldOut).ndcg10;
+  console.log(`tune: leave-one-list-out nDCG@10 ${heldOutN.toFixed(3)} (query-weighted); fit on all: ${bestN.toFixed(3)} with ${JSON.stringify(best)}; current default ${score(DEFAULT_FUSION, cached).ndcg10.toFixed(3)}`);
+  if (values["write-fusion"]) {
+    const file = path.join(projectRoot, "src", "core", "fusion-weights.json");
+    const info = await store.info();
+    const doc = {
+      format: "reposearch-fusion",
+      version: 1,
+      fittedOn: `${path.relative(projectRoot, queriesFile)} (${queries.length} queries, ${lists.length} curated lists), ${info.count.toLocaleString("en-US")}-repository index, embedder ${info.embedderId}`,
+      method: "grid search over normalised-score fusion weights (lexical fixed at 1), chosen by mean nDCG@10; leave-one-list-out cross-validation reported alongside",
+      refit: "npm run eval -- --tune --write-fusion",
+      fittedAt: new Date().toISOString().slice(0, 10),
+      heldOutNdcg10: Math.round(heldOutN * 1000) / 1000,
+      weights: best,
+    };
+    await writeFile(file, JSON.stringify(doc, null, 2) + "\n");
+    console.log(`wrote ${path.relative(process.cwd(), file)} (rebuild to use it)`);
+  }
 }
 
 function pct(xs: number[], p: number): number {
@@ -157,7 +174,8 @@ async function main(): Promise<void> {
   const engines: [string, SearchEngine][] = [
     ["lexical-only (BM25F + priors)", engineFor({ lexical: true, dense: false }, fusion, null)],
     [`dense-only (${info.embedderId})`, engineFor({ lexical: false, dense: true }, fusion, null)],
-    ["hybrid", engineFor({ lexical: true, dense: true }, fusion, null)],
+    ["hybrid − query understanding", engineFor({ lexical: true, dense: true }, fusion, null, false)],
+    ["hybrid (default)", engineFor({ lexical: true, dense: true }, fusion, null)],
   ];
   if (reranker) engines.push([`hybrid + rerank (${reranker.id})`, engineFor({ lexical: true, dense: true }, fusion, reranker)]);
   const rows: Row[] = [];
@@ -179,6 +197,10 @@ async function main(): Promise<void> {
     for (const [list, ms] of lists) (perList[list] ??= {})[name] = meanMetrics(ms).ndcg10;
     rows.push({ method: name, metrics: meanMetrics(per), p50Ms: pct(times, 50), p99Ms: pct(times, 99), queries: queries.length });
   }
+  console.log("\nper-list nDCG@10");
+  const names = engines.map(([n]) => n);
+  console.log(`| list | ${names.join(" | ")} |\n|---|${names.map(() => "---:").join("|")}|`);
+  for (const [list, byName] of Object.entries(perList)) console.log(`| ${list} | ${names.map((n) => (byName[n] ?? 0).toFixed(3)).join(" | ")} |`);
   if (values.tune) await tune(store, embedder, queries);
   printTable(`dev.jsonl on ${info.count.toLocaleString("en-US")} repositories (index ${info.version}, ${info.embedderId}); ${queries.length} queries with judged repositories in the index`, rows);
 

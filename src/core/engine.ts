@@ -21,6 +21,7 @@ import { understandQuery, type QueryUnderstanding } from "./query.js";
 import { runRerankStage, type Reranker } from "./rerank/types.js";
 import type { IndexStats, MethodStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "./types.js";
 import { validateSearchRequest } from "./validate.js";
+import fusionFile from "./fusion-weights.json" with { type: "json" };
 
 /** Candidates each retriever contributes to fusion. */
 export const LEXICAL_CANDIDATES = 200;
@@ -44,7 +45,16 @@ export interface FusionWeights {
   readonly category: number;
 }
 
-export const DEFAULT_FUSION: FusionWeights = Object.freeze({ lexical: 1, dense: 0.03, stars: 0.45, language: 0.1, category: 0 });
+/** The fitted weights, versioned in ./fusion-weights.json (refit: `npm run eval -- --tune --write-fusion`). */
+export const DEFAULT_FUSION: FusionWeights = Object.freeze(checkWeights(fusionFile.weights));
+
+function checkWeights(w: Record<string, unknown>): FusionWeights {
+  for (const k of ["lexical", "dense", "stars", "language", "category"]) {
+    const v = w[k];
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new Error(`fusion-weights.json: weights.${k} must be a finite number ≥ 0`);
+  }
+  return w as unknown as FusionWeights;
+}
 
 export type Stage = "embed" | "lexical" | "dense" | "fuse" | "rerank" | "evidence";
 
@@ -61,6 +71,8 @@ export interface EngineOptions {
   readonly onStage?: (stage: Stage, seconds: number) => void;
   /** Called when the rerank stage fell back to the first-stage order. */
   readonly onRerankFallback?: () => void;
+  /** Query understanding as a soft signal (default on); eval turns it off for its ablation. */
+  readonly understanding?: boolean;
   /** Which retrievers run (default both); eval uses single-retriever engines for its ablation. */
   readonly retrievers?: { readonly lexical: boolean; readonly dense: boolean };
   /** Clock for freshness filters (tests). */
@@ -170,7 +182,7 @@ export class SearchEngine implements SearchCore {
     if (info.embedderId && info.embedderId !== this.embedderId) void this.ensureEmbedder(info.embedderId);
     checkAborted(signal);
 
-    const understanding = understandQuery(text);
+    const understanding = this.opts.understanding === false ? NO_UNDERSTANDING : understandQuery(text);
     const embedder = info.embedderId !== null && this.embedderId === info.embedderId ? this.embedder : null;
     const stage = bothStageHooks(this.opts.onStage, options.onStage);
 
@@ -275,6 +287,8 @@ async function timed<T>(fn: () => Promise<T>, name: Stage, stage: EngineOptions[
     stage?.(name, (performance.now() - t) / 1000);
   }
 }
+
+const NO_UNDERSTANDING: QueryUnderstanding = Object.freeze({ language: null, categories: [], notes: [] });
 
 const LOG_STARS_MAX = Math.log1p(500_000);
 
