@@ -11,23 +11,23 @@
  */
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { ErrorCode, ReposearchError } from "../src/common/errors.js";
 import { pointIdFor } from "../src/common/hash.js";
 import { setLogLevel } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
 import { CoreClient } from "../src/core/grpc/client.js";
-import { HEALTH_SERVICE_NAME, PROTO_LOADER_OPTIONS, SEARCH_SERVICE_NAME, loadProtos } from "../src/core/grpc/convert.js";
+import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, loadProtos } from "../src/core/grpc/convert.js";
+import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "../src/core/grpc/testkit.js";
 import type { AppliedFilters, IndexStats, SearchFilters, SearchRequest, SearchResponse, SearchResult } from "../src/core/types.js";
 import { CATEGORIES, type Category, type RepoPayload } from "../src/dataset/record.js";
 import { startCore, type CoreHandle } from "../src/server/serve.js";
 import { embeddedStoreFromConfig, type EmbeddedStore } from "../src/store/embedded/store.js";
 import { datasetLines, lastReport, runCli, startCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
+import { buildIndex } from "./stack.js";
 
 setLogLevel("warn");
 
@@ -236,29 +236,6 @@ function checkTree(tree: string): void {
   }
 }
 
-async function expectError(p: Promise<unknown>): Promise<ReposearchError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof ReposearchError, `expected ReposearchError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail("expected the call to fail");
-}
-
-function grpcCodeOf(err: ReposearchError): number | undefined {
-  return (err.cause as Partial<grpc.ServiceError> | undefined)?.code;
-}
-
-async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 50): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (await cond()) return true;
-    if (Date.now() > until) return false;
-    await sleep(stepMs);
-  }
-}
-
 /** Health over a raw grpc-js client (grpc.health.v1.Health/Check). */
 async function rawHealth(address: string, service: string): Promise<string> {
   const check = loadProtos().healthService.Check;
@@ -298,9 +275,7 @@ function coreEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 before(async () => {
   dataDir = await tempDir("core-grpc");
   baseRows = await datasetLines(2000);
-  const ds = await writeJsonl(path.join(dataDir, "v1.jsonl"), [...baseRows, ...FIXTURES]);
-  const built = await runCli(["index", "--dataset", ds, "--data-dir", dataDir], testEnv());
-  assert.equal(built.code, 0, built.stderr.slice(-2000));
+  const built = await buildIndex(dataDir, [...baseRows, ...FIXTURES], { file: "v1.jsonl" });
   assert.equal(lastReport(built.stderr).published, true);
 
   // The reference reads the published index from disk, independently of the server under test.
@@ -608,25 +583,13 @@ describe("health, reflection and stats", () => {
   });
 
   it("reflection lists reposearch.v1.SearchService", async () => {
-    const req = createRequire(import.meta.url);
-    const dir = path.resolve(path.dirname(req.resolve("@grpc/reflection")), "..", "proto");
-    const pkg = protoLoader.loadSync("grpc/reflection/v1/reflection.proto", { ...PROTO_LOADER_OPTIONS, includeDirs: [dir] });
-    const info = (pkg["grpc.reflection.v1.ServerReflection"] as protoLoader.ServiceDefinition).ServerReflectionInfo!;
-    const raw = new grpc.Client(core.grpc.address, grpc.credentials.createInsecure());
+    const reflection = reflectionClient(core.grpc.address);
     try {
-      const names = await new Promise<string[]>((resolve, reject) => {
-        const stream = raw.makeBidiStreamRequest(info.path, info.requestSerialize, info.responseDeserialize);
-        stream.on("data", (msg: { listServicesResponse?: { service?: { name: string }[] } }) => {
-          resolve((msg.listServicesResponse?.service ?? []).map((s) => s.name));
-          stream.end();
-        });
-        stream.on("error", reject);
-        stream.write({ listServices: "*" });
-      });
+      const names = await reflection.listServices();
       assert.ok(names.includes(SEARCH_SERVICE_NAME), names.join(","));
       assert.ok(names.includes(HEALTH_SERVICE_NAME), names.join(","));
     } finally {
-      raw.close();
+      reflection.close();
     }
   });
 

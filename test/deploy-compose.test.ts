@@ -11,6 +11,7 @@ import path from "node:path";
 import { test } from "node:test";
 import { parse } from "yaml";
 import { projectRoot } from "../src/config/config.js";
+import { knownEnvVars } from "./helpers.js";
 
 const COMPOSE_FILE = path.join(projectRoot, "docker-compose.yml");
 const REPOSEARCH_SERVICES = ["indexer", "core", "gateway"] as const;
@@ -202,15 +203,3 @@ test("image: Dockerfile is multi-stage on node:20-bookworm-slim, prunes dev deps
   const ignore = readFileSync(path.join(projectRoot, ".dockerignore"), "utf8").split("\n").map((l) => l.trim().replace(/^\/|\/$/g, ""));
   for (const p of ["data", "dist", "node_modules", "results"]) assert.ok(ignore.includes(p), `.dockerignore excludes ${p}/`);
 });
-
-/** The config module's environment variables plus the ones the distributed profile adds. */
-function knownEnvVars(): Set<string> {
-  const src = readFileSync(path.join(projectRoot, "src", "config", "config.ts"), "utf8");
-  const start = src.indexOf("const envSchema");
-  assert.ok(start >= 0, "src/config/config.ts defines envSchema");
-  const body = src.slice(start, src.indexOf("\n});", start));
-  const keys = new Set([...body.matchAll(/^\s+([A-Z][A-Z0-9_]*):/gm)].map((m) => m[1]!));
-  assert.ok(keys.has("DATA_DIR") && keys.has("CORE_ADDRESS"), "parsed the config schema's keys");
-  for (const k of ["VECTOR_STORE", "QDRANT_URL", "QDRANT_API_KEY", "QDRANT_COLLECTION", "QDRANT_QUANTIZATION", "QDRANT_TIMEOUT_MS", "OTEL_EXPORTER_OTLP_ENDPOINT", "METRICS_PORT"]) keys.add(k);
-  return keys;
-}

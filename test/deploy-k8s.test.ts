@@ -20,6 +20,7 @@ import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClai
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { projectRoot } from "../src/config/config.js";
+import { knownEnvVars } from "./helpers.js";
 
 const K8S_DIR = path.join(projectRoot, "k8s");
 const NAMESPACE = "reposearch";
@@ -368,18 +369,3 @@ test("k8s: env references resolve and the Secret holds only obvious placeholders
     }
   }
 });
-
-/**
- * Environment variables the service reads: the keys of the config module's schema, plus the ones the
- * distributed profile adds (vector store, tracing, metrics port) while they land.
- */
-function knownEnvVars(): Set<string> {
-  const src = readFileSync(path.join(projectRoot, "src", "config", "config.ts"), "utf8");
-  const start = src.indexOf("const envSchema");
-  assert.ok(start >= 0, "src/config/config.ts defines envSchema");
-  const body = src.slice(start, src.indexOf("\n});", start));
-  const keys = new Set([...body.matchAll(/^\s+([A-Z][A-Z0-9_]*):/gm)].map((m) => m[1]!));
-  assert.ok(keys.has("DATA_DIR") && keys.has("CORE_ADDRESS"), "parsed the config schema's keys");
-  for (const k of ["VECTOR_STORE", "QDRANT_URL", "QDRANT_API_KEY", "QDRANT_COLLECTION", "QDRANT_QUANTIZATION", "QDRANT_TIMEOUT_MS", "OTEL_EXPORTER_OTLP_ENDPOINT", "METRICS_PORT"]) keys.add(k);
-  return keys;
-}

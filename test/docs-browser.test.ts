@@ -8,12 +8,12 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
 import { after, test } from "node:test";
 import { setLogLevel, setLogSink } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
 import { startGateway, type GatewayHandle } from "../src/server/serve.js";
-import { tempDir, testEnv } from "./helpers.js";
+import { tempDir } from "./helpers.js";
+import { freePort, stackEnv } from "./stack.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 
@@ -26,14 +26,6 @@ after(async () => {
   setLogSink(restoreSink);
   if (dir) await rm(dir, { recursive: true, force: true });
 });
-
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 test("GET /docs renders the Swagger UI with POST /v1/codehost/search, without any external request", async (t) => {
   if (!existsSync(CHROMIUM)) {
@@ -50,8 +42,8 @@ test("GET /docs renders the Swagger UI with POST /v1/codehost/search, without an
 
   // /docs needs no search core: the gateway alone, its core address pointing at nothing.
   dir = await tempDir("docs-browser");
-  const config = loadConfig(testEnv({ DATA_DIR: dir, HOST: "127.0.0.1", PORT: "0", LEDGER_BACKEND: "sqlite", LEDGER_SQLITE_PATH: "", CACHE_BACKEND: "memory", RATE_LIMIT_IP_PER_MINUTE: "10000", SHUTDOWN_GRACE_MS: "500" }));
-  gw = await startGateway(config, { version: "docs-test", coreAddress: `127.0.0.1:${await closedPort()}` });
+  const config = loadConfig(stackEnv(dir, { RATE_LIMIT_IP_PER_MINUTE: "10000", SHUTDOWN_GRACE_MS: "500" }));
+  gw = await startGateway(config, { version: "docs-test", coreAddress: `127.0.0.1:${await freePort()}` });
   const origin = new URL(gw.url).origin;
 
   const browser = await playwright.chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });

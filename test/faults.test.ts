@@ -14,7 +14,6 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
-import path from "node:path";
 import { after, before, test } from "node:test";
 import pg from "pg";
 import { setLogSink } from "../src/common/logger.js";
@@ -22,21 +21,22 @@ import { loadConfig } from "../src/config/config.js";
 import { MICROS_PER_USD, SEARCH_PRICE_MICROS, type AccountStore } from "../src/gateway/accounts/types.js";
 import { LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS } from "../src/gateway/limiter.js";
 import { startCore, startGateway, type CoreHandle, type GatewayHandle } from "../src/server/serve.js";
-import { datasetLines, runCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
+import { datasetLines, tempDir, testEnv } from "./helpers.js";
+import { buildIndex, fundedAccount, postSearch, stackEnv, uniqueName, type TestAccount } from "./stack.js";
 
 // ---- log capture (quiet output; a few assertions read the lines) ----
 const logs: string[] = [];
 const restoreSink = setLogSink((line) => logs.push(line));
 
 const VERSION = "0.0.0-faults";
-const SEARCH = "/v1/codehost/search";
 const PG_HOST = "127.0.0.1";
 const PG_PORT = 5432;
 const REDIS_HOST = "127.0.0.1";
 const REDIS_PORT = 6379;
 const ADMIN_URL = `postgres://postgres@${PG_HOST}:${PG_PORT}/test`;
 /** Each account starts with $5 = 5,000 searches. */
-const INITIAL_MICROS = 5 * MICROS_PER_USD;
+const INITIAL_USD = 5;
+const INITIAL_MICROS = INITIAL_USD * MICROS_PER_USD;
 const FAIL_OPEN_CAP = 5;
 /** A token in every query: the Redis query cache is shared with other runs and must not answer for them. */
 const RUN = randomUUID().slice(0, 8);
@@ -149,13 +149,8 @@ let admin: pg.Client;
 const schema = `faults_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
 
 function envFor(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return testEnv({
-    DATA_DIR: dir,
+  return stackEnv(dir, {
     LOG_LEVEL: "warn",
-    HOST: "127.0.0.1",
-    PORT: "0",
-    GRPC_PORT: "0",
-    CORE_ADDRESS: "",
     LEDGER_BACKEND: "postgres",
     DATABASE_URL: `postgres://postgres@127.0.0.1:${pgProxy.port}/test?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
     CACHE_BACKEND: "redis",
@@ -169,8 +164,6 @@ function envFor(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
     // never collide with other runs on the shared Redis.
     TRUSTED_PROXIES: "127.0.0.1",
     QUERY_CACHE_TTL_MS: "60000",
-    SHUTDOWN_GRACE_MS: "1000",
-    RERANKER: "off",
     RERANK_TIMEOUT_MS: "200",
     ...extra,
   });
@@ -193,12 +186,7 @@ interface Outcome {
 
 async function search(base: string, key: string, ip: string, query = `http client library ${RUN}`): Promise<Outcome> {
   const startedAt = performance.now();
-  const res = await fetch(`${base}${SEARCH}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-api-key": key, "x-forwarded-for": ip },
-    body: JSON.stringify({ query, limit: 5 }),
-    signal: AbortSignal.timeout(15_000),
-  });
+  const res = await postSearch(base, { query, limit: 5 }, key, { "x-forwarded-for": ip }, { signal: AbortSignal.timeout(15_000) });
   const text = await res.text();
   let code: string | null = null;
   if (res.status !== 200) code = (JSON.parse(text) as { error: { code: string } }).error.code;
@@ -249,12 +237,8 @@ function traffic(base: string, key: string, ip: string, workers: number): { stop
   };
 }
 
-async function newAccount(): Promise<{ name: string; id: string; key: string }> {
-  const name = `faults-${randomUUID().slice(0, 8)}`;
-  const acc = await accounts.createAccount(name);
-  await accounts.topup(name, INITIAL_MICROS);
-  const k = await accounts.createKey(name);
-  return { name, id: acc.id, key: k.key };
+async function newAccount(): Promise<TestAccount> {
+  return fundedAccount(accounts, uniqueName("faults"), INITIAL_USD);
 }
 
 interface LedgerRow {
@@ -350,9 +334,7 @@ const summary = (os: readonly Outcome[]) => {
 
 before(async () => {
   dir = await tempDir("faults");
-  const ds = await writeJsonl(path.join(dir, "ds.jsonl"), await datasetLines(500));
-  const built = await runCli(["index", "--dataset", ds, "--data-dir", dir], testEnv({ LOG_LEVEL: "warn" }));
-  assert.equal(built.code, 0, built.stderr.slice(-2000));
+  await buildIndex(dir, await datasetLines(500), { env: testEnv({ LOG_LEVEL: "warn" }) });
 
   // The schema is created last, so an interrupted build leaves nothing behind in the shared database.
   admin = new pg.Client({ connectionString: ADMIN_URL });
@@ -384,198 +366,185 @@ after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+/** A scenario test; whatever happens, it leaves both connections restored. */
+function faultTest(name: string, fn: () => Promise<void>): void {
+  test(name, async () => {
+    try {
+      await fn();
+    } finally {
+      pgProxy.restore();
+      redisProxy.restore();
+    }
+  });
+}
+
+/**
+ * A fresh account and client address, three good searches on the fail-closed gateway, then `proxy` cut
+ * under four workers of traffic: /health is read 300 ms into the cut, the traffic stopped `tailMs` later.
+ * `all` holds every outcome, `during` the traffic's, `afterCut` those of the traffic started after the cut.
+ */
+async function cutUnderTraffic(proxy: FaultProxy, tailMs: number) {
+  const acct = await newAccount();
+  const ip = freshIp();
+  const all: Outcome[] = [];
+  await waitHealthy(gw.url, ip);
+  for (let i = 0; i < 3; i++) all.push(await search(gw.url, acct.key, ip));
+  assert.equal(count(all, 200), 3);
+
+  const load = traffic(gw.url, acct.key, ip, 4);
+  await sleep(200);
+  const cutAt = performance.now();
+  proxy.cut();
+  await sleep(300);
+  const h = await health(gw.url, ip);
+  await sleep(tailMs);
+  const during = await load.stop();
+  all.push(...during);
+  return { acct, ip, all, during, afterCut: during.filter((o) => o.startedAt >= cutAt), h };
+}
+
+/** Restores `proxy`, waits for /health, and checks three searches succeed again (their outcomes go to `all`). */
+async function restoreAndSearch(proxy: FaultProxy, key: string, ip: string, all: Outcome[]): Promise<void> {
+  proxy.restore();
+  await waitHealthy(gw.url, ip);
+  for (let i = 0; i < 3; i++) all.push(await search(gw.url, key, ip));
+  assert.deepEqual(all.slice(-3).map((o) => o.status), [200, 200, 200]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scenarios (in order: each leaves both connections restored and healthy)
 // ---------------------------------------------------------------------------------------------
 
-test("Redis cut, fail closed: 503 RATE_LIMIT_UNAVAILABLE + Retry-After, /health degraded, nothing charged; recovers", async () => {
-  try {
-    const acct = await newAccount();
-    const ip = freshIp();
-    const all: Outcome[] = [];
-    await waitHealthy(gw.url, ip);
-    for (let i = 0; i < 3; i++) all.push(await search(gw.url, acct.key, ip));
-    assert.equal(count(all, 200), 3);
+faultTest("Redis cut, fail closed: 503 RATE_LIMIT_UNAVAILABLE + Retry-After, /health degraded, nothing charged; recovers", async () => {
+  const { acct, ip, all, during, afterCut, h } = await cutUnderTraffic(redisProxy, 300);
 
-    const load = traffic(gw.url, acct.key, ip, 4);
-    await sleep(200);
-    const cutAt = performance.now();
-    redisProxy.cut();
-    await sleep(300);
-    const h = await health(gw.url, ip);
-    await sleep(300);
-    const during = await load.stop();
-    all.push(...during);
+  assert.equal(h.status, 200, JSON.stringify(h.body));
+  assert.equal(h.body.status, "degraded");
+  assert.equal(h.body.services.cache.status, "down");
+  assert.ok(typeof h.body.services.cache.error === "string" && h.body.services.cache.error.length > 0, "the cache error is reported");
+  assert.equal(h.body.services.db.status, "up");
 
-    assert.equal(h.status, 200, JSON.stringify(h.body));
-    assert.equal(h.body.status, "degraded");
-    assert.equal(h.body.services.cache.status, "down");
-    assert.ok(typeof h.body.services.cache.error === "string" && h.body.services.cache.error.length > 0, "the cache error is reported");
-    assert.equal(h.body.services.db.status, "up");
-
-    const afterCut = during.filter((o) => o.startedAt >= cutAt);
-    assert.ok(afterCut.length >= 4, `traffic ran during the cut: ${JSON.stringify(summary(during))}`);
-    for (const o of afterCut) {
-      assert.equal(o.status, 503, JSON.stringify(o));
-      assert.equal(o.code, "RATE_LIMIT_UNAVAILABLE");
-      assert.equal(o.retryAfter, String(LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS));
-    }
-    // Every 503 is refused before the debit: no ledger row carries its id (checked with the rest below).
-    await assertLedger(acct.id, all);
-
-    redisProxy.restore();
-    await waitHealthy(gw.url, ip);
-    for (let i = 0; i < 3; i++) all.push(await search(gw.url, acct.key, ip));
-    assert.deepEqual(all.slice(-3).map((o) => o.status), [200, 200, 200]);
-    await assertLedger(acct.id, all);
-    const rejected = count(all, 503);
-    const { rows } = await ledgerOf(acct.id);
-    const ids = new Set(rows.map((r) => r.requestId));
-    assert.ok(all.filter((o) => o.status === 503).every((o) => !ids.has(o.requestId)), "rejected requests left no ledger rows");
-    console.log(`# redis cut, fail closed: ${JSON.stringify(summary(all))} (${rejected} rejected, charged ${count(all, 200)})`);
-  } finally {
-    pgProxy.restore();
-    redisProxy.restore();
+  assert.ok(afterCut.length >= 4, `traffic ran during the cut: ${JSON.stringify(summary(during))}`);
+  for (const o of afterCut) {
+    assert.equal(o.status, 503, JSON.stringify(o));
+    assert.equal(o.code, "RATE_LIMIT_UNAVAILABLE");
+    assert.equal(o.retryAfter, String(LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS));
   }
+  // Every 503 is refused before the debit: no ledger row carries its id (checked with the rest below).
+  await assertLedger(acct.id, all);
+
+  await restoreAndSearch(redisProxy, acct.key, ip, all);
+  await assertLedger(acct.id, all);
+  const rejected = count(all, 503);
+  const { rows } = await ledgerOf(acct.id);
+  const ids = new Set(rows.map((r) => r.requestId));
+  assert.ok(all.filter((o) => o.status === 503).every((o) => !ids.has(o.requestId)), "rejected requests left no ledger rows");
+  console.log(`# redis cut, fail closed: ${JSON.stringify(summary(all))} (${rejected} rejected, charged ${count(all, 200)})`);
 });
 
-test("Redis cut, fail open: admitted from the in-process cap (RATE_LIMIT_FAIL_OPEN_PER_MINUTE), then 429; recovers", async () => {
-  try {
-    const acct = await newAccount();
-    const ip = freshIp();
-    const healthIp = freshIp(); // /health counts against the per-IP limit too (and the fail-open cap while degraded)
-    const all: Outcome[] = [];
-    await waitHealthy(gwOpen.url, healthIp);
-    for (let i = 0; i < 2; i++) all.push(await search(gwOpen.url, acct.key, ip));
-    assert.equal(count(all, 200), 2);
-    assert.equal(all[1]!.limit, "1000", "Redis-backed account limit before the cut");
+faultTest("Redis cut, fail open: admitted from the in-process cap (RATE_LIMIT_FAIL_OPEN_PER_MINUTE), then 429; recovers", async () => {
+  const acct = await newAccount();
+  const ip = freshIp();
+  const healthIp = freshIp(); // /health counts against the per-IP limit too (and the fail-open cap while degraded)
+  const all: Outcome[] = [];
+  await waitHealthy(gwOpen.url, healthIp);
+  for (let i = 0; i < 2; i++) all.push(await search(gwOpen.url, acct.key, ip));
+  assert.equal(count(all, 200), 2);
+  assert.equal(all[1]!.limit, "1000", "Redis-backed account limit before the cut");
 
-    const load = traffic(gwOpen.url, acct.key, ip, 3);
-    await sleep(200);
-    const cutAt = performance.now();
-    redisProxy.cut();
-    await sleep(400);
-    const during = await load.stop();
-    const h = await health(gwOpen.url, healthIp);
-    // Sequential tail after the in-flight traffic drained.
-    const tail: Outcome[] = [];
-    for (let i = 0; i < FAIL_OPEN_CAP + 3; i++) tail.push(await search(gwOpen.url, acct.key, ip));
-    all.push(...during, ...tail);
+  const load = traffic(gwOpen.url, acct.key, ip, 3);
+  await sleep(200);
+  const cutAt = performance.now();
+  redisProxy.cut();
+  await sleep(400);
+  const during = await load.stop();
+  const h = await health(gwOpen.url, healthIp);
+  // Sequential tail after the in-flight traffic drained.
+  const tail: Outcome[] = [];
+  for (let i = 0; i < FAIL_OPEN_CAP + 3; i++) tail.push(await search(gwOpen.url, acct.key, ip));
+  all.push(...during, ...tail);
 
-    assert.equal(h.status, 200);
-    assert.equal(h.body.status, "degraded");
-    assert.equal(h.body.services.cache.status, "down");
+  assert.equal(h.status, 200);
+  assert.equal(h.body.status, "degraded");
+  assert.equal(h.body.services.cache.status, "down");
 
-    const afterCut = [...during.filter((o) => o.startedAt >= cutAt), ...tail];
-    assert.equal(count(all, 503), 0, "fail open never answers RATE_LIMIT_UNAVAILABLE");
-    const admitted = afterCut.filter((o) => o.status === 200);
-    assert.ok(admitted.length >= 1 && admitted.length <= FAIL_OPEN_CAP, `at most ${FAIL_OPEN_CAP} admitted per key while Redis is down: ${JSON.stringify(summary(afterCut))}`);
-    for (const o of admitted) assert.equal(o.limit, String(FAIL_OPEN_CAP), "degraded answers carry the fail-open cap as their limit");
-    const limited = afterCut.filter((o) => o.status === 429);
-    assert.ok(limited.length >= 3, JSON.stringify(summary(afterCut)));
-    for (const o of limited) {
-      assert.equal(o.code, "RATE_LIMIT_EXCEEDED");
-      assert.ok(Number(o.retryAfter) >= 1, `Retry-After on 429: ${o.retryAfter}`);
-      assert.equal(o.limit, String(FAIL_OPEN_CAP));
-    }
-    assert.deepEqual(tail.slice(-3).map((o) => o.status), [429, 429, 429], "the cap holds after it is spent");
-    assert.equal(count(afterCut, 200) + count(afterCut, 429), afterCut.length, JSON.stringify(summary(afterCut)));
-    assert.ok(logs.some((l) => l.includes("rate-limit store unavailable; failing open")), "the fail-open is logged");
-
-    redisProxy.restore();
-    await waitHealthy(gwOpen.url, healthIp);
-    const back = await search(gwOpen.url, acct.key, ip);
-    all.push(back);
-    assert.equal(back.status, 200);
-    assert.equal(back.limit, "1000", "back on the Redis-backed limit");
-    await assertLedger(acct.id, all);
-    console.log(`# redis cut, fail open: after the cut ${JSON.stringify(summary(afterCut))}; overall ${JSON.stringify(summary(all))}`);
-  } finally {
-    pgProxy.restore();
-    redisProxy.restore();
+  const afterCut = [...during.filter((o) => o.startedAt >= cutAt), ...tail];
+  assert.equal(count(all, 503), 0, "fail open never answers RATE_LIMIT_UNAVAILABLE");
+  const admitted = afterCut.filter((o) => o.status === 200);
+  assert.ok(admitted.length >= 1 && admitted.length <= FAIL_OPEN_CAP, `at most ${FAIL_OPEN_CAP} admitted per key while Redis is down: ${JSON.stringify(summary(afterCut))}`);
+  for (const o of admitted) assert.equal(o.limit, String(FAIL_OPEN_CAP), "degraded answers carry the fail-open cap as their limit");
+  const limited = afterCut.filter((o) => o.status === 429);
+  assert.ok(limited.length >= 3, JSON.stringify(summary(afterCut)));
+  for (const o of limited) {
+    assert.equal(o.code, "RATE_LIMIT_EXCEEDED");
+    assert.ok(Number(o.retryAfter) >= 1, `Retry-After on 429: ${o.retryAfter}`);
+    assert.equal(o.limit, String(FAIL_OPEN_CAP));
   }
+  assert.deepEqual(tail.slice(-3).map((o) => o.status), [429, 429, 429], "the cap holds after it is spent");
+  assert.equal(count(afterCut, 200) + count(afterCut, 429), afterCut.length, JSON.stringify(summary(afterCut)));
+  assert.ok(logs.some((l) => l.includes("rate-limit store unavailable; failing open")), "the fail-open is logged");
+
+  redisProxy.restore();
+  await waitHealthy(gwOpen.url, healthIp);
+  const back = await search(gwOpen.url, acct.key, ip);
+  all.push(back);
+  assert.equal(back.status, 200);
+  assert.equal(back.limit, "1000", "back on the Redis-backed limit");
+  await assertLedger(acct.id, all);
+  console.log(`# redis cut, fail open: after the cut ${JSON.stringify(summary(afterCut))}; overall ${JSON.stringify(summary(all))}`);
 });
 
-test("Postgres cut: searches fail closed (502), /health unhealthy with db down; recovers; ledger exact per request id", async () => {
-  try {
-    const acct = await newAccount();
-    const ip = freshIp();
-    const all: Outcome[] = [];
-    await waitHealthy(gw.url, ip);
-    for (let i = 0; i < 3; i++) all.push(await search(gw.url, acct.key, ip));
-    assert.equal(count(all, 200), 3);
+faultTest("Postgres cut: searches fail closed (502), /health unhealthy with db down; recovers; ledger exact per request id", async () => {
+  const { acct, ip, all, during, afterCut, h } = await cutUnderTraffic(pgProxy, 400);
 
-    const load = traffic(gw.url, acct.key, ip, 4);
-    await sleep(200);
-    const cutAt = performance.now();
-    pgProxy.cut();
-    await sleep(300);
-    const h = await health(gw.url, ip);
-    await sleep(400);
-    const during = await load.stop();
-    all.push(...during);
+  assert.equal(h.status, 503, JSON.stringify(h.body));
+  assert.equal(h.body.status, "unhealthy");
+  assert.equal(h.body.services.db.status, "down");
+  assert.ok(typeof h.body.services.db.error === "string" && h.body.services.db.error.length > 0, "the db error is reported");
+  assert.equal(h.body.services.cache.status, "up");
 
-    assert.equal(h.status, 503, JSON.stringify(h.body));
-    assert.equal(h.body.status, "unhealthy");
-    assert.equal(h.body.services.db.status, "down");
-    assert.ok(typeof h.body.services.db.error === "string" && h.body.services.db.error.length > 0, "the db error is reported");
-    assert.equal(h.body.services.cache.status, "up");
-
-    const afterCut = during.filter((o) => o.startedAt >= cutAt);
-    assert.ok(afterCut.length >= 4, `traffic ran during the cut: ${JSON.stringify(summary(during))}`);
-    for (const o of afterCut) {
-      assert.equal(o.status, 502, JSON.stringify(o));
-      assert.equal(o.code, "EXTERNAL_SERVICE_ERROR");
-    }
-
-    pgProxy.restore();
-    await waitHealthy(gw.url, ip);
-    for (let i = 0; i < 3; i++) all.push(await search(gw.url, acct.key, ip));
-    assert.deepEqual(all.slice(-3).map((o) => o.status), [200, 200, 200]);
-    await assertLedger(acct.id, all, 10_000);
-    console.log(`# postgres cut: ${JSON.stringify(summary(all))}; after the cut ${JSON.stringify(summary(afterCut))}; refunded after the connection came back: ${lateRefunds(acct.id)}`);
-  } finally {
-    pgProxy.restore();
-    redisProxy.restore();
+  assert.ok(afterCut.length >= 4, `traffic ran during the cut: ${JSON.stringify(summary(during))}`);
+  for (const o of afterCut) {
+    assert.equal(o.status, 502, JSON.stringify(o));
+    assert.equal(o.code, "EXTERNAL_SERVICE_ERROR");
   }
+
+  await restoreAndSearch(pgProxy, acct.key, ip, all);
+  await assertLedger(acct.id, all, 10_000);
+  console.log(`# postgres cut: ${JSON.stringify(summary(all))}; after the cut ${JSON.stringify(summary(afterCut))}; refunded after the connection came back: ${lateRefunds(acct.id)}`);
 });
 
-test("Postgres cut in the middle of a debit (burst of 50): no double charge, no lost debit, no charge without an answer", async () => {
-  try {
-    const acct = await newAccount();
-    const ip = freshIp();
-    await waitHealthy(gw.url, ip);
-    // The 8th debit statement reaches Postgres and commits, but no answer comes back; 150 ms later
-    // every connection is cut. Debits of other requests in that window commit unanswered too.
-    const cutDone = pgProxy.cutAfterNth("SELECT id, 'debit'", 8, 150);
-    const burst = Promise.all(
-      Array.from({ length: 50 }, (_, i) => search(gw.url, acct.key, ip, `${["http client", "web framework", "parser", "database"][i % 4]} ${RUN} burst ${i % 7}`)),
-    );
-    await cutDone;
-    const outcomes = await burst;
-    await sleep(500);
-    pgProxy.restore();
-    await waitHealthy(gw.url, ip);
+faultTest("Postgres cut in the middle of a debit (burst of 50): no double charge, no lost debit, no charge without an answer", async () => {
+  const acct = await newAccount();
+  const ip = freshIp();
+  await waitHealthy(gw.url, ip);
+  // The 8th debit statement reaches Postgres and commits, but no answer comes back; 150 ms later
+  // every connection is cut. Debits of other requests in that window commit unanswered too.
+  const cutDone = pgProxy.cutAfterNth("SELECT id, 'debit'", 8, 150);
+  const burst = Promise.all(
+    Array.from({ length: 50 }, (_, i) => search(gw.url, acct.key, ip, `${["http client", "web framework", "parser", "database"][i % 4]} ${RUN} burst ${i % 7}`)),
+  );
+  await cutDone;
+  const outcomes = await burst;
+  await sleep(500);
+  pgProxy.restore();
+  await waitHealthy(gw.url, ip);
 
-    const ok = count(outcomes, 200);
-    assert.ok(ok >= 1 && ok < 50, `the cut hit the burst: ${JSON.stringify(summary(outcomes))}`);
-    for (const o of outcomes) assert.ok(o.status === 200 || (o.status === 502 && o.code === "EXTERNAL_SERVICE_ERROR"), JSON.stringify(o));
+  const ok = count(outcomes, 200);
+  assert.ok(ok >= 1 && ok < 50, `the cut hit the burst: ${JSON.stringify(summary(outcomes))}`);
+  for (const o of outcomes) assert.ok(o.status === 200 || (o.status === 502 && o.code === "EXTERNAL_SERVICE_ERROR"), JSON.stringify(o));
 
-    // Compensation of debits whose answer was lost may run in the background once the ledger is back.
-    await assertLedger(acct.id, outcomes, 15_000);
-    const { rows } = await ledgerOf(acct.id);
-    const refunded = rows.filter((r) => r.kind === "refund").length;
-    // The fault really did land between commit and answer: at least the 8th debit committed unanswered.
-    assert.ok(refunded >= 1, `a debit committed without its answer and was refunded: ${JSON.stringify(summary(outcomes))}`);
-    const late = lateRefunds(acct.id);
-    assert.ok(late >= 1, "at least one refund had to wait for the connection to come back");
+  // Compensation of debits whose answer was lost may run in the background once the ledger is back.
+  await assertLedger(acct.id, outcomes, 15_000);
+  const { rows } = await ledgerOf(acct.id);
+  const refunded = rows.filter((r) => r.kind === "refund").length;
+  // The fault really did land between commit and answer: at least the 8th debit committed unanswered.
+  assert.ok(refunded >= 1, `a debit committed without its answer and was refunded: ${JSON.stringify(summary(outcomes))}`);
+  const late = lateRefunds(acct.id);
+  assert.ok(late >= 1, "at least one refund had to wait for the connection to come back");
 
-    const again = await search(gw.url, acct.key, ip);
-    assert.equal(again.status, 200);
-    await assertLedger(acct.id, [...outcomes, again]);
-    console.log(`# mid-debit cut: ${JSON.stringify(summary(outcomes))}; committed-then-refunded ${refunded} (${late} after the connection came back)`);
-  } finally {
-    pgProxy.restore();
-    redisProxy.restore();
-  }
+  const again = await search(gw.url, acct.key, ip);
+  assert.equal(again.status, 200);
+  await assertLedger(acct.id, [...outcomes, again]);
+  console.log(`# mid-debit cut: ${JSON.stringify(summary(outcomes))}; committed-then-refunded ${refunded} (${late} after the connection came back)`);
 });

@@ -10,8 +10,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
-import path from "node:path";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
 import { Logger, setLogLevel, setLogSink } from "../src/common/logger.js";
@@ -21,10 +20,11 @@ import { generateKey } from "../src/gateway/accounts/keys.js";
 import { MICROS_PER_USD, SEARCH_PRICE_MICROS, type AccountStore } from "../src/gateway/accounts/types.js";
 import { createGatewayApp } from "../src/gateway/app.js";
 import { createLimiter } from "../src/gateway/limiter.js";
-import { type SchemaName } from "../src/gateway/openapi.js";
+import { SEARCH_PATH, type SchemaName } from "../src/gateway/openapi.js";
 import { validateResponse } from "../src/gateway/validation.js";
 import { startCore, startGateway, type CoreHandle, type GatewayHandle } from "../src/server/serve.js";
-import { datasetLines, runCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
+import { datasetLines, tempDir } from "./helpers.js";
+import { buildIndex, freePort, fundedAccount, postSearch, stackEnv, uniqueName, type TestAccount } from "./stack.js";
 
 // ---- log capture: every line this process logs, from the first import on ----
 const logLines: string[] = [];
@@ -32,7 +32,6 @@ const restoreSink = setLogSink((line) => logLines.push(line));
 setLogLevel("info"); // access-log lines are at info; the key check must see them
 
 const VERSION = "0.0.0-e2e";
-const SEARCH = "/v1/codehost/search";
 
 interface ErrorBody {
   readonly code: string;
@@ -52,33 +51,8 @@ let accounts: AccountStore;
 /** Extra servers to close at the end (gateways and plain http servers). */
 const closers: (() => Promise<void>)[] = [];
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
 function envFor(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return testEnv({
-    DATA_DIR: dir,
-    HOST: "127.0.0.1",
-    PORT: "0",
-    GRPC_PORT: "0",
-    CORE_ADDRESS: "",
-    LEDGER_BACKEND: "sqlite",
-    LEDGER_SQLITE_PATH: "",
-    CACHE_BACKEND: "memory",
-    RATE_LIMIT_IP_PER_MINUTE: "100000",
-    RATE_LIMIT_ACCOUNT_PER_MINUTE: "100000",
-    RATE_LIMIT_FAIL_MODE: "closed",
-    TRUSTED_PROXIES: "",
-    MAX_BODY_BYTES: "16384",
-    SHUTDOWN_GRACE_MS: "1000",
-    RERANKER: "off",
-    ...extra,
-  });
+  return stackEnv(dir, { RATE_LIMIT_FAIL_MODE: "closed", TRUSTED_PROXIES: "", MAX_BODY_BYTES: "16384", ...extra });
 }
 
 /** A gateway of this process with other settings, on the same ledger; closed after the file. */
@@ -89,20 +63,10 @@ async function extraGateway(extra: Record<string, string>, coreAddress = core.gr
 }
 
 /** An account with `usd` dollars of credit (0 = none) and a fresh key. */
-async function accountWithKey(usd: number, name = `acct-${randomUUID().slice(0, 8)}`): Promise<{ name: string; key: string; prefix: string }> {
-  await accounts.createAccount(name);
-  if (usd > 0) await accounts.topup(name, usd * MICROS_PER_USD);
-  const k = await accounts.createKey(name);
-  presentedKeys.add(k.key);
-  return { name, key: k.key, prefix: k.prefix };
-}
-
-function post(base: string, body: unknown, key: string | undefined, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${base}${SEARCH}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...(key !== undefined ? { "x-api-key": key } : {}), ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
+async function accountWithKey(usd: number, name = uniqueName("acct")): Promise<TestAccount> {
+  const a = await fundedAccount(accounts, name, usd);
+  presentedKeys.add(a.key);
+  return a;
 }
 
 /** Reads a JSON body, validates it against `schema` and checks the status. */
@@ -171,9 +135,7 @@ let datasetRows: Record<string, unknown>[] = [];
 before(async () => {
   dir = await tempDir("gw-e2e");
   datasetRows = await datasetLines(1500);
-  const ds = await writeJsonl(path.join(dir, "ds.jsonl"), datasetRows);
-  const built = await runCli(["index", "--dataset", ds, "--data-dir", dir], testEnv());
-  assert.equal(built.code, 0, built.stderr.slice(-2000));
+  await buildIndex(dir, datasetRows);
   config = loadConfig(envFor());
   core = await startCore(config, { version: VERSION });
   gatewayStartedAt = Date.now();
@@ -196,7 +158,7 @@ describe("200 search", () => {
   });
 
   test("spec shape, defaults in appliedFilters, limit defaults to 10, rate-limit and request-id headers", async () => {
-    const res = await post(gw.url, { query: "http client library" }, key);
+    const res = await postSearch(gw.url, { query: "http client library" }, key);
     const body = await expectBody<SearchBody>(res, 200, "SearchResponse");
     assert.equal(body.query, "http client library");
     assert.equal(body.results.length, 10, "limit defaults to 10 (the index has far more matches)");
@@ -227,17 +189,17 @@ describe("200 search", () => {
   });
 
   test("limit, includeTree and filters are honoured and reported", async () => {
-    const three = await expectBody<SearchBody>(await post(gw.url, { query: "web framework", limit: 3 }, key), 200, "SearchResponse");
+    const three = await expectBody<SearchBody>(await postSearch(gw.url, { query: "web framework", limit: 3 }, key), 200, "SearchResponse");
     assert.ok(three.results.length <= 3 && three.results.length > 0);
 
-    const tree = await expectBody<SearchBody>(await post(gw.url, { query: "command line tool", limit: 5, includeTree: true }, key), 200, "SearchResponse");
+    const tree = await expectBody<SearchBody>(await postSearch(gw.url, { query: "command line tool", limit: 5, includeTree: true }, key), 200, "SearchResponse");
     assert.ok(tree.results.length > 0);
     for (const r of tree.results) assert.ok("tree" in r && (r.tree === null || typeof r.tree === "string"), "includeTree adds tree");
     // Few records of the dataset carry a tree: look one of them up by its own description.
     const withTree = datasetRows.find((r) => Array.isArray(r.tree) && r.tree.length > 0 && typeof r.description === "string" && r.description.length > 10);
     assert.ok(withTree, "the dataset slice has a record with a tree");
     const named = await expectBody<SearchBody>(
-      await post(gw.url, { query: String(withTree.description).slice(0, 500), limit: 50, includeTree: true, filters: { categories: [], excludeArchived: false } }, key),
+      await postSearch(gw.url, { query: String(withTree.description).slice(0, 500), limit: 50, includeTree: true, filters: { categories: [], excludeArchived: false } }, key),
       200,
       "SearchResponse",
     );
@@ -248,7 +210,7 @@ describe("200 search", () => {
     assert.ok(hit.tree.split("\n").some((p) => p.endsWith("/")), hit.tree.slice(0, 200));
 
     const filtered = await expectBody<SearchBody>(
-      await post(
+      await postSearch(
         gw.url,
         {
           query: "library",
@@ -273,15 +235,15 @@ describe("200 search", () => {
       assert.ok((r.stars ?? -1) >= 100);
     }
 
-    const all = await expectBody<SearchBody>(await post(gw.url, { query: "awesome list", filters: { categories: [] } }, key), 200, "SearchResponse");
+    const all = await expectBody<SearchBody>(await postSearch(gw.url, { query: "awesome list", filters: { categories: [] } }, key), 200, "SearchResponse");
     assert.equal(all.meta.appliedFilters.categories.mode, "all");
     assert.deepEqual(all.meta.appliedFilters.categories.values, []);
 
     // Lengths are counted in characters (code points), by the gateway and the core alike: 500 emoji are 1000 UTF-16 units.
-    const emoji = await expectBody<SearchBody>(await post(gw.url, { query: "😀".repeat(500) }, key), 200, "SearchResponse");
+    const emoji = await expectBody<SearchBody>(await postSearch(gw.url, { query: "😀".repeat(500) }, key), 200, "SearchResponse");
     assert.equal(emoji.query, "😀".repeat(500));
 
-    const blank = await expectBody<SearchBody>(await post(gw.url, { query: "   " }, key), 200, "SearchResponse");
+    const blank = await expectBody<SearchBody>(await postSearch(gw.url, { query: "   " }, key), 200, "SearchResponse");
     assert.deepEqual(blank.results, []);
     assert.equal(blank.meta.reranked, undefined);
   });
@@ -329,7 +291,7 @@ describe("400 VALIDATION_ERROR", () => {
   test("every schema rule of spec 2.1/2.2 → 400 with a detail naming the field path and rule; nothing charged", async () => {
     const balance = await accounts.balance(acct.name);
     for (const [name, body, pathWanted, rule] of cases) {
-      const err = await expectError(await post(gw.url, body, acct.key), 400, "VALIDATION_ERROR");
+      const err = await expectError(await postSearch(gw.url, body, acct.key), 400, "VALIDATION_ERROR");
       assert.ok(
         err.details?.some((d) => d.path === pathWanted && d.rule === rule),
         `${name}: expected a detail {path: ${JSON.stringify(pathWanted)}, rule: ${rule}}, got ${JSON.stringify(err.details)}`,
@@ -344,30 +306,30 @@ describe("400 VALIDATION_ERROR", () => {
   });
 
   test("every problem in a body is reported, not only the first", async () => {
-    const err = await expectError(await post(gw.url, { query: "", limit: 99, filters: { minStars: -1, categories: ["nope"] } }, acct.key), 400, "VALIDATION_ERROR");
+    const err = await expectError(await postSearch(gw.url, { query: "", limit: 99, filters: { minStars: -1, categories: ["nope"] } }, acct.key), 400, "VALIDATION_ERROR");
     const got = new Set(err.details!.map((d) => `${d.path} ${d.rule}`));
     for (const want of ["/query minLength", "/limit maximum", "/filters/minStars minimum", "/filters/categories/0 enum"]) assert.ok(got.has(want), `${want} in ${[...got].join(", ")}`);
   });
 
   test("malformed JSON, wrong content type and an oversized body → 400 (before authentication)", async () => {
     for (const key of [acct.key, undefined]) {
-      let err = await expectError(await post(gw.url, '{"query": "x",', key), 400, "VALIDATION_ERROR");
+      let err = await expectError(await postSearch(gw.url, '{"query": "x",', key), 400, "VALIDATION_ERROR");
       assert.deepEqual(err.details?.map((d) => d.rule), ["json"]);
-      err = await expectError(await post(gw.url, "{'query': 'x'}", key), 400, "VALIDATION_ERROR");
+      err = await expectError(await postSearch(gw.url, "{'query': 'x'}", key), 400, "VALIDATION_ERROR");
       assert.deepEqual(err.details?.map((d) => d.rule), ["json"]);
-      err = await expectError(await post(gw.url, JSON.stringify({ query: "x" }), key, { "content-type": "text/plain" }), 400, "VALIDATION_ERROR");
+      err = await expectError(await postSearch(gw.url, JSON.stringify({ query: "x" }), key, { "content-type": "text/plain" }), 400, "VALIDATION_ERROR");
       assert.deepEqual(err.details?.map((d) => d.rule), ["contentType"]);
       err = await expectError(
-        await fetch(`${gw.url}${SEARCH}`, { method: "POST", headers: key ? { "x-api-key": key } : {}, body: new Uint8Array([1, 2, 3]) }),
+        await fetch(`${gw.url}${SEARCH_PATH}`, { method: "POST", headers: key ? { "x-api-key": key } : {}, body: new Uint8Array([1, 2, 3]) }),
         400,
         "VALIDATION_ERROR",
       );
       assert.deepEqual(err.details?.map((d) => d.rule), ["contentType"]);
-      err = await expectError(await post(gw.url, JSON.stringify({ query: "x".repeat(20_000) }), key), 400, "VALIDATION_ERROR");
+      err = await expectError(await postSearch(gw.url, JSON.stringify({ query: "x".repeat(20_000) }), key), 400, "VALIDATION_ERROR");
       assert.deepEqual(err.details?.map((d) => d.rule), ["maxBodyBytes"]);
     }
     // An empty JSON body parses as {} and fails on the missing query.
-    const empty = await expectError(await post(gw.url, "", acct.key), 400, "VALIDATION_ERROR");
+    const empty = await expectError(await postSearch(gw.url, "", acct.key), 400, "VALIDATION_ERROR");
     assert.ok(empty.details?.some((d) => d.path === "/query" && d.rule === "required"));
     assert.deepEqual(ledgerRows(acct.name).map((r) => r.kind), ["topup"]);
   });
@@ -376,24 +338,24 @@ describe("400 VALIDATION_ERROR", () => {
 describe("401, 403, 404", () => {
   test("401 AUTH_ERROR for missing, malformed, unknown and revoked keys; unknown and revoked say the same", async () => {
     const body = { query: "http server" };
-    const missing = await expectError(await post(gw.url, body, undefined), 401, "AUTH_ERROR");
+    const missing = await expectError(await postSearch(gw.url, body, undefined), 401, "AUTH_ERROR");
     assert.match(missing.message, /missing/i);
-    await expectError(await post(gw.url, body, "   "), 401, "AUTH_ERROR");
-    const malformed = await expectError(await post(gw.url, body, "not-a-key"), 401, "AUTH_ERROR");
-    await expectError(await post(gw.url, body, "x".repeat(2000)), 401, "AUTH_ERROR");
+    await expectError(await postSearch(gw.url, body, "   "), 401, "AUTH_ERROR");
+    const malformed = await expectError(await postSearch(gw.url, body, "not-a-key"), 401, "AUTH_ERROR");
+    await expectError(await postSearch(gw.url, body, "x".repeat(2000)), 401, "AUTH_ERROR");
     // Well-formed (valid checksum) but never issued.
     const unknownKey = generateKey().key;
     presentedKeys.add(unknownKey);
-    const unknown = await expectError(await post(gw.url, body, unknownKey), 401, "AUTH_ERROR");
+    const unknown = await expectError(await postSearch(gw.url, body, unknownKey), 401, "AUTH_ERROR");
     // A real key with a flipped secret character (checksum fails).
     const real = await accountWithKey(5);
     const tampered = real.key.slice(0, 20) + (real.key[20] === "A" ? "B" : "A") + real.key.slice(21);
     presentedKeys.add(tampered);
-    await expectError(await post(gw.url, body, tampered), 401, "AUTH_ERROR");
+    await expectError(await postSearch(gw.url, body, tampered), 401, "AUTH_ERROR");
     // Revoked.
-    await expectBody(await post(gw.url, body, real.key), 200, "SearchResponse");
+    await expectBody(await postSearch(gw.url, body, real.key), 200, "SearchResponse");
     assert.equal(await accounts.revokeKey(real.prefix), 1);
-    const revoked = await expectError(await post(gw.url, body, real.key), 401, "AUTH_ERROR");
+    const revoked = await expectError(await postSearch(gw.url, body, real.key), 401, "AUTH_ERROR");
     assert.equal(revoked.message, unknown.message, "revoked and unknown keys are indistinguishable");
     assert.equal(malformed.message, unknown.message);
     assert.equal(await accounts.balance(real.name), 5 * MICROS_PER_USD - SEARCH_PRICE_MICROS, "only the one successful search was charged");
@@ -402,13 +364,13 @@ describe("401, 403, 404", () => {
   test("403 FORBIDDEN for a suspended account and for a key without the search scope; nothing charged", async () => {
     const s = await accountWithKey(5);
     await accounts.setAccountStatus(s.name, "suspended");
-    const err = await expectError(await post(gw.url, { query: "x" }, s.key), 403, "FORBIDDEN");
+    const err = await expectError(await postSearch(gw.url, { query: "x" }, s.key), 403, "FORBIDDEN");
     assert.match(err.message, /suspended/);
     // Body content is not judged for a forbidden caller.
-    await expectError(await post(gw.url, { nonsense: true }, s.key), 403, "FORBIDDEN");
+    await expectError(await postSearch(gw.url, { nonsense: true }, s.key), 403, "FORBIDDEN");
     assert.equal(await accounts.balance(s.name), 5 * MICROS_PER_USD);
     await accounts.setAccountStatus(s.name, "active");
-    await expectBody(await post(gw.url, { query: "x" }, s.key), 200, "SearchResponse");
+    await expectBody(await postSearch(gw.url, { query: "x" }, s.key), 200, "SearchResponse");
 
     // The store only mints "search" keys today (KNOWN_SCOPES), so a key with another scope set is
     // written straight into the ledger file: what a key minted by a later version would look like.
@@ -419,14 +381,14 @@ describe("401, 403, 404", () => {
     } finally {
       db.close();
     }
-    const scope = await expectError(await post(gw.url, { query: "x" }, n.key), 403, "FORBIDDEN");
+    const scope = await expectError(await postSearch(gw.url, { query: "x" }, n.key), 403, "FORBIDDEN");
     assert.match(scope.message, /scope/);
     assert.equal(await accounts.balance(n.name), 5 * MICROS_PER_USD);
   });
 
   test("403 INSUFFICIENT_CREDITS when the balance is empty or below the price", async () => {
     const empty = await accountWithKey(0);
-    await expectError(await post(gw.url, { query: "x" }, empty.key), 403, "INSUFFICIENT_CREDITS");
+    await expectError(await postSearch(gw.url, { query: "x" }, empty.key), 403, "INSUFFICIENT_CREDITS");
     assert.equal(await accounts.balance(empty.name), 0);
 
     // $5 is the smallest top-up; spend all but 999 micros directly on the ledger.
@@ -434,9 +396,9 @@ describe("401, 403, 404", () => {
     const principal = await accounts.authenticate(low.key);
     await accounts.debit(principal!.accountId, 5 * MICROS_PER_USD - 2 * SEARCH_PRICE_MICROS + 1, `drain-${randomUUID()}`);
     assert.equal(await accounts.balance(low.name), 2 * SEARCH_PRICE_MICROS - 1);
-    await expectBody(await post(gw.url, { query: "x" }, low.key), 200, "SearchResponse");
+    await expectBody(await postSearch(gw.url, { query: "x" }, low.key), 200, "SearchResponse");
     assert.equal(await accounts.balance(low.name), SEARCH_PRICE_MICROS - 1);
-    await expectError(await post(gw.url, { query: "x" }, low.key), 403, "INSUFFICIENT_CREDITS");
+    await expectError(await postSearch(gw.url, { query: "x" }, low.key), 403, "INSUFFICIENT_CREDITS");
     assert.equal(await accounts.balance(low.name), SEARCH_PRICE_MICROS - 1, "a refused search costs nothing");
   });
 
@@ -445,8 +407,8 @@ describe("401, 403, 404", () => {
       ["GET", "/nope"],
       ["GET", "/v2/codehost/search"],
       ["POST", "/health"],
-      ["GET", SEARCH],
-      ["DELETE", SEARCH],
+      ["GET", SEARCH_PATH],
+      ["DELETE", SEARCH_PATH],
       ["GET", "/docs/../package.json"],
       ["GET", "/docs/swagger-ui.js.map"],
     ] as const) {
@@ -461,11 +423,11 @@ describe("credits", () => {
     const start = await accounts.balance(a.name);
     const queries = ["json parser", "orm for postgres", "json parser", "markdown renderer", "json parser"];
     for (const [i, q] of queries.entries()) {
-      await expectBody(await post(gw.url, { query: q }, a.key), 200, "SearchResponse");
+      await expectBody(await postSearch(gw.url, { query: q }, a.key), 200, "SearchResponse");
       assert.equal(await accounts.balance(a.name), start - (i + 1) * SEARCH_PRICE_MICROS);
     }
-    await expectError(await post(gw.url, { query: "" }, a.key), 400, "VALIDATION_ERROR");
-    await expectError(await post(gw.url, "{", a.key), 400, "VALIDATION_ERROR");
+    await expectError(await postSearch(gw.url, { query: "" }, a.key), 400, "VALIDATION_ERROR");
+    await expectError(await postSearch(gw.url, "{", a.key), 400, "VALIDATION_ERROR");
     await expectError(await fetch(`${gw.url}/v1/codehost/serch`, { method: "POST", headers: { "x-api-key": a.key } }), 404, "NOT_FOUND");
     assert.equal(await accounts.balance(a.name), start - queries.length * SEARCH_PRICE_MICROS);
     const rows = ledgerRows(a.name);
@@ -483,7 +445,7 @@ describe("429, 502, 503, 500", () => {
     const a = await accountWithKey(5);
     const statuses: number[] = [];
     for (let i = 0; i < 2; i++) {
-      const res = await post(limited.url, { query: "logging library" }, a.key);
+      const res = await postSearch(limited.url, { query: "logging library" }, a.key);
       await expectBody(res, 200, "SearchResponse");
       assert.equal(res.headers.get("x-ratelimit-limit"), "2");
       assert.equal(res.headers.get("x-ratelimit-remaining"), String(1 - i));
@@ -501,10 +463,10 @@ describe("429, 502, 503, 500", () => {
       assert.ok(Number.isInteger(retry) && retry >= 1 && retry <= 60, `retry-after ${retry}`);
     };
     // Requests 3-6 pass the IP limit (6) but not the account limit (2).
-    for (let i = 0; i < 4; i++) await check429(await post(limited.url, { query: "logging library" }, a.key), "2", /per account/);
+    for (let i = 0; i < 4; i++) await check429(await postSearch(limited.url, { query: "logging library" }, a.key), "2", /per account/);
     // Request 7 is over the IP limit, which applies before authentication and to every path.
-    await check429(await post(limited.url, { query: "logging library" }, a.key), "6", /per IP/);
-    await check429(await post(limited.url, { query: "x" }, undefined), "6", /per IP/);
+    await check429(await postSearch(limited.url, { query: "logging library" }, a.key), "6", /per IP/);
+    await check429(await postSearch(limited.url, { query: "x" }, undefined), "6", /per IP/);
     await check429(await fetch(`${limited.url}/health`), "6", /per IP/);
     await check429(await fetch(`${limited.url}/nope`), "6", /per IP/);
     assert.equal(await accounts.balance(a.name), 5 * MICROS_PER_USD - 2 * SEARCH_PRICE_MICROS, "429s are not charged");
@@ -515,7 +477,7 @@ describe("429, 502, 503, 500", () => {
     const orphan = await extraGateway({ CORE_TIMEOUT_MS: "1500" }, `127.0.0.1:${closed}`);
     const a = await accountWithKey(5);
     const t0 = Date.now();
-    const err = await expectError(await post(orphan.url, { query: "database driver" }, a.key), 502, "EXTERNAL_SERVICE_ERROR");
+    const err = await expectError(await postSearch(orphan.url, { query: "database driver" }, a.key), 502, "EXTERNAL_SERVICE_ERROR");
     assert.ok(Date.now() - t0 < 5_000);
     assert.doesNotMatch(err.message, /UNAVAILABLE|ECONNREFUSED|14 /);
     assert.equal(await accounts.balance(a.name), 5 * MICROS_PER_USD, "the debit was refunded");
@@ -540,11 +502,11 @@ describe("429, 502, 503, 500", () => {
     const dead = await extraGateway({ CACHE_BACKEND: "redis", REDIS_URL: `redis://127.0.0.1:${closed}`, RATE_LIMIT_FAIL_MODE: "closed" });
     assert.ok(Date.now() - t0 < 4_000, "start-up does not hang on a dead Redis");
     const a = await accountWithKey(5);
-    const res = await post(dead.url, { query: "x" }, a.key);
+    const res = await postSearch(dead.url, { query: "x" }, a.key);
     await expectError(res, 503, "RATE_LIMIT_UNAVAILABLE");
     assert.equal(res.headers.get("retry-after"), "5");
     assert.equal(res.headers.get("x-ratelimit-limit"), null);
-    await expectError(await post(dead.url, { query: "x" }, undefined), 503, "RATE_LIMIT_UNAVAILABLE");
+    await expectError(await postSearch(dead.url, { query: "x" }, undefined), 503, "RATE_LIMIT_UNAVAILABLE");
     await expectError(await fetch(`${dead.url}/llms.txt`), 503, "RATE_LIMIT_UNAVAILABLE");
     assert.equal(await accounts.balance(a.name), 5 * MICROS_PER_USD);
 
@@ -582,7 +544,7 @@ describe("429, 502, 503, 500", () => {
     await new Promise<void>((r) => server.once("listening", () => r()));
     closers.push(() => new Promise<void>((r) => server.close(() => r())));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const res = await post(base, { query: "x" }, a.key);
+    const res = await postSearch(base, { query: "x" }, a.key);
     const text = await res.clone().text();
     const err = await expectError(res, 500, "INTERNAL_ERROR");
     assert.equal(err.message, "internal error");
@@ -621,7 +583,7 @@ describe("health and descriptive documents", () => {
     const doc = (await o.json()) as { openapi: string; info: { version: string }; paths: Record<string, Record<string, { operationId?: string }>> };
     assert.match(doc.openapi, /^3\.1\.\d+$/);
     assert.equal(doc.info.version, "0.0.1");
-    assert.equal(doc.paths[SEARCH]?.post?.operationId, "searchRepositories");
+    assert.equal(doc.paths[SEARCH_PATH]?.post?.operationId, "searchRepositories");
     assert.equal(doc.paths["/health"]?.get?.operationId, "getHealth");
 
     const l = await fetch(`${gw.url}/llms.txt`);
@@ -629,7 +591,7 @@ describe("health and descriptive documents", () => {
     assert.match(l.headers.get("content-type") ?? "", /^text\/plain/);
     const llms = await l.text();
     assert.ok(llms.startsWith("# "), llms.slice(0, 50));
-    assert.ok(llms.includes(SEARCH));
+    assert.ok(llms.includes(SEARCH_PATH));
 
     const d = await fetch(`${gw.url}/docs`);
     assert.equal(d.status, 200);
@@ -654,12 +616,12 @@ describe("health and descriptive documents", () => {
 test("logs never contain a key or its secret part", async () => {
   // One more of each kind, so this test stands on its own: success, key-shaped unknown key, revoked key, failure.
   const a = await accountWithKey(5);
-  await expectBody(await post(gw.url, { query: "yaml parser" }, a.key), 200, "SearchResponse");
+  await expectBody(await postSearch(gw.url, { query: "yaml parser" }, a.key), 200, "SearchResponse");
   const shaped = generateKey().key;
   presentedKeys.add(shaped);
-  await expectError(await post(gw.url, { query: "yaml parser" }, shaped), 401, "AUTH_ERROR");
+  await expectError(await postSearch(gw.url, { query: "yaml parser" }, shaped), 401, "AUTH_ERROR");
   await accounts.revokeKey(a.prefix);
-  await expectError(await post(gw.url, { query: "yaml parser" }, a.key), 401, "AUTH_ERROR");
+  await expectError(await postSearch(gw.url, { query: "yaml parser" }, a.key), 401, "AUTH_ERROR");
 
   assert.ok(presentedKeys.size >= 10, `keys checked: ${presentedKeys.size}`);
   const access = logLines.filter((l) => l.includes('"msg":"request"'));

@@ -13,16 +13,16 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
-import path from "node:path";
 import { after, before, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { setLogLevel, setLogSink } from "../src/common/logger.js";
 import { seededRandom } from "../src/common/random.js";
 import { loadConfig } from "../src/config/config.js";
-import { MICROS_PER_USD, SEARCH_PRICE_MICROS } from "../src/gateway/accounts/types.js";
+import { SEARCH_PRICE_MICROS } from "../src/gateway/accounts/types.js";
 import { validateResponse, validateSearchRequest } from "../src/gateway/validation.js";
 import { startCore, startGateway, type CoreHandle, type GatewayHandle } from "../src/server/serve.js";
-import { datasetLines, runCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
+import { datasetLines, tempDir } from "./helpers.js";
+import { buildIndex, fundedAccount, stackEnv } from "./stack.js";
 
 const CASES = Number(process.env.FUZZ_CASES ?? 5_000);
 const CONCURRENCY = 16;
@@ -45,33 +45,18 @@ const ACCOUNT = "fuzzer";
 
 before(async () => {
   dir = await tempDir("gw-fuzz");
-  const rows = await datasetLines(1500);
-  const ds = await writeJsonl(path.join(dir, "ds.jsonl"), rows);
-  const built = await runCli(["index", "--dataset", ds, "--data-dir", dir], testEnv());
-  assert.equal(built.code, 0, built.stderr.slice(-2000));
+  await buildIndex(dir, await datasetLines(1500));
   const config = loadConfig(
-    testEnv({
-      DATA_DIR: dir,
-      HOST: "127.0.0.1",
-      PORT: "0",
-      GRPC_PORT: "0",
-      CORE_ADDRESS: "",
-      LEDGER_BACKEND: "sqlite",
-      LEDGER_SQLITE_PATH: "",
-      CACHE_BACKEND: "memory",
+    stackEnv(dir, {
       RATE_LIMIT_IP_PER_MINUTE: "1000000",
       RATE_LIMIT_ACCOUNT_PER_MINUTE: "1000000",
       MAX_BODY_BYTES: String(MAX_BODY_BYTES),
       CORE_TIMEOUT_MS: "10000",
-      SHUTDOWN_GRACE_MS: "1000",
-      RERANKER: "off",
     }),
   );
   core = await startCore(config, { version: "fuzz" });
   gw = await startGateway(config, { version: "fuzz", coreAddress: core.grpc.address });
-  await gw.accounts.createAccount(ACCOUNT);
-  await gw.accounts.topup(ACCOUNT, 1000 * MICROS_PER_USD);
-  key = (await gw.accounts.createKey(ACCOUNT)).key;
+  key = (await fundedAccount(gw.accounts, ACCOUNT, 1000)).key;
 });
 
 after(async () => {

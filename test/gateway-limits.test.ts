@@ -23,7 +23,8 @@ import { MICROS_PER_USD, SEARCH_PRICE_MICROS, type AccountStore } from "../src/g
 import { queryCacheKey } from "../src/gateway/query-cache.js";
 import { validateResponse } from "../src/gateway/validation.js";
 import { startCore, startGateway, type CoreHandle, type GatewayHandle } from "../src/server/serve.js";
-import { datasetLines, runCli, startCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
+import { datasetLines, startCli, tempDir } from "./helpers.js";
+import { buildIndex, fundedAccount, postSearch, stackEnv, uniqueName, type TestAccount } from "./stack.js";
 
 const REDIS_URL = process.env.REDIS_URL || "redis://127.0.0.1:6379";
 const DATABASE_URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
@@ -51,24 +52,15 @@ function uniqueIp(): string {
 }
 
 function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return testEnv({
+  return stackEnv(dir, {
     LOG_LEVEL: "warn",
-    DATA_DIR: dir,
-    HOST: "127.0.0.1",
-    PORT: "0",
-    GRPC_PORT: "0",
-    LEDGER_BACKEND: "sqlite",
     LEDGER_SQLITE_PATH: path.join(dir, "ledger.sqlite"),
     CACHE_BACKEND: "redis",
     REDIS_URL,
-    RATE_LIMIT_IP_PER_MINUTE: "100000",
-    RATE_LIMIT_ACCOUNT_PER_MINUTE: "100000",
     RATE_LIMIT_FAIL_MODE: "closed",
     TRUSTED_PROXIES: "127.0.0.1",
     // Generous: 60 searches land on a 2-core machine at once.
     CORE_TIMEOUT_MS: "30000",
-    SHUTDOWN_GRACE_MS: "1000",
-    RERANKER: "off",
     ...extra,
   });
 }
@@ -80,23 +72,15 @@ async function inProcessGateway(extra: Record<string, string>): Promise<GatewayH
 }
 
 /** A fresh account on `store` with `usd` of credit and a key; its limiter key is remembered for cleanup. */
-async function account(store: AccountStore, usd: number): Promise<{ name: string; id: string; key: string }> {
-  const name = `lim-${randomUUID().slice(0, 12)}`;
-  await store.createAccount(name);
-  if (usd > 0) await store.topup(name, usd * MICROS_PER_USD);
-  const key = (await store.createKey(name)).key;
-  const id = (await store.authenticate(key))!.accountId;
-  touchedKeys.add(`reposearch:rl:acct:${id}`);
-  return { name, id, key };
+async function account(store: AccountStore, usd: number): Promise<TestAccount> {
+  const a = await fundedAccount(store, uniqueName("lim", 12), usd);
+  touchedKeys.add(`reposearch:rl:acct:${a.id}`);
+  return a;
 }
 
 function search(base: string, key: string | undefined, ip: string, query = `json parser ${NONCE}`): Promise<Response> {
   touchedKeys.add(`reposearch:qc:${queryCacheKey({ query })}`);
-  return fetch(`${base}/v1/codehost/search`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-forwarded-for": ip, ...(key ? { "x-api-key": key } : {}) },
-    body: JSON.stringify({ query }),
-  });
+  return postSearch(base, { query }, key, { "x-forwarded-for": ip });
 }
 
 interface Answer {
@@ -128,9 +112,7 @@ before(async () => {
     throw new Error(`these tests need Redis at ${REDIS_URL} (set REDIS_URL): ${(e as Error).message}`);
   });
   dir = await tempDir("gw-limits");
-  const ds = await writeJsonl(path.join(dir, "ds.jsonl"), await datasetLines(600));
-  const built = await runCli(["index", "--dataset", ds, "--data-dir", dir], testEnv());
-  assert.equal(built.code, 0, built.stderr.slice(-2000));
+  await buildIndex(dir, await datasetLines(600));
   core = await startCore(loadConfig(gatewayEnv()), { version: VERSION });
 });
 

@@ -1,6 +1,7 @@
 /** Shared helpers for integration tests: real datasets sliced from the shared data, real CLI processes. */
+import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { createReadStream, existsSync } from "node:fs";
+import { createReadStream, existsSync, readFileSync } from "node:fs";
 import { cp, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -82,4 +83,19 @@ export function lastReport(stderr: string): Record<string, unknown> {
   const r = logLines(stderr).filter((l) => l.msg === "index run finished").pop();
   if (!r) throw new Error(`no index report in output:\n${stderr.slice(-3000)}`);
   return r;
+}
+
+/**
+ * Environment variables the service reads: the keys of the config module's schema, plus the ones the
+ * distributed profile adds (vector store, tracing, metrics port) while they land.
+ */
+export function knownEnvVars(): Set<string> {
+  const src = readFileSync(path.join(projectRoot, "src", "config", "config.ts"), "utf8");
+  const start = src.indexOf("const envSchema");
+  assert.ok(start >= 0, "src/config/config.ts defines envSchema");
+  const body = src.slice(start, src.indexOf("\n});", start));
+  const keys = new Set([...body.matchAll(/^\s+([A-Z][A-Z0-9_]*):/gm)].map((m) => m[1]!));
+  assert.ok(keys.has("DATA_DIR") && keys.has("CORE_ADDRESS"), "parsed the config schema's keys");
+  for (const k of ["VECTOR_STORE", "QDRANT_URL", "QDRANT_API_KEY", "QDRANT_COLLECTION", "QDRANT_QUANTIZATION", "QDRANT_TIMEOUT_MS", "OTEL_EXPORTER_OTLP_ENDPOINT", "METRICS_PORT"]) keys.add(k);
+  return keys;
 }

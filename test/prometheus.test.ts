@@ -10,23 +10,21 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { setLogLevel } from "../src/common/logger.js";
 import { loadConfig, projectRoot, type Config } from "../src/config/config.js";
-import { MICROS_PER_USD } from "../src/gateway/accounts/types.js";
+import { SEARCH_PATH } from "../src/gateway/openapi.js";
 import { serve, type Running } from "../src/server/serve.js";
 import { EmbeddedStore } from "../src/store/embedded/store.js";
 import { StoreServer } from "../src/store/serve/server.js";
-import { datasetLines, runCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
+import { datasetLines, tempDir } from "./helpers.js";
+import { buildIndex, freePort, fundedAccount, postSearch, stackEnv, uniqueName } from "./stack.js";
 
 const PROMETHEUS = process.env.PROMETHEUS_BIN || "/usr/bin/prometheus";
 const SKIP = existsSync(PROMETHEUS) ? false : `Prometheus is not installed at ${PROMETHEUS} (Debian: apt-get install prometheus, or set PROMETHEUS_BIN)`;
-const SEARCH = "/v1/codehost/search";
 const VERSION = "0.0.0-prom";
 const ACCOUNT_LIMIT = 3;
 
@@ -42,32 +40,13 @@ let prom: ChildProcess | undefined;
 let promUrl = "";
 let promLog = "";
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
 function configFor(extra: Record<string, string>): Config {
+  // stackEnv's per-IP limit is high enough for Prometheus scraping the gateway every second.
   return loadConfig(
-    testEnv({
-      DATA_DIR: dir,
-      HOST: "127.0.0.1",
-      PORT: "0",
-      GRPC_PORT: "0",
+    stackEnv(dir, {
       METRICS_PORT: "0",
-      CORE_ADDRESS: "",
-      LEDGER_BACKEND: "sqlite",
-      LEDGER_SQLITE_PATH: "",
-      CACHE_BACKEND: "memory",
       QUERY_CACHE_TTL_MS: "60000",
-      // Prometheus scrapes the gateway every second through the per-IP limit.
-      RATE_LIMIT_IP_PER_MINUTE: "100000",
       RATE_LIMIT_ACCOUNT_PER_MINUTE: String(ACCOUNT_LIMIT),
-      RERANKER: "off",
-      SHUTDOWN_GRACE_MS: "1000",
       OTEL_EXPORTER_OTLP_ENDPOINT: "",
       ...extra,
     }),
@@ -106,14 +85,6 @@ const scalar = async (q: string): Promise<number> => {
   const r = await query(q);
   return r.length ? Number(r[0]!.value[1]) : NaN;
 };
-
-function post(base: string, body: unknown, key?: string): Promise<Response> {
-  return fetch(`${base}${SEARCH}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...(key ? { "x-api-key": key } : {}) },
-    body: JSON.stringify(body),
-  });
-}
 
 async function status(res: Promise<Response>): Promise<number> {
   const r = await res;
@@ -171,9 +142,7 @@ let brokeKey = "";
 before(async () => {
   if (SKIP) return;
   dir = await tempDir("prom");
-  const ds = await writeJsonl(path.join(dir, "ds.jsonl"), await datasetLines(500));
-  const built = await runCli(["index", "--dataset", ds, "--data-dir", dir], testEnv());
-  assert.equal(built.code, 0, built.stderr.slice(-2000));
+  await buildIndex(dir, await datasetLines(500));
 
   coreRun = await serve(configFor({}), "core", VERSION);
   assert.ok(coreRun.coreMetricsUrl, "a core-only process serves /metrics on METRICS_PORT");
@@ -182,13 +151,8 @@ before(async () => {
   storeServer = await StoreServer.start({ store: storeEmbedded, port: 0 });
 
   const accounts = gwRun.gateway!.accounts;
-  const paid = `prom-${randomUUID().slice(0, 8)}`;
-  await accounts.createAccount(paid);
-  await accounts.topup(paid, 5 * MICROS_PER_USD);
-  key = (await accounts.createKey(paid)).key;
-  const broke = `prom-broke-${randomUUID().slice(0, 8)}`;
-  await accounts.createAccount(broke);
-  brokeKey = (await accounts.createKey(broke)).key;
+  key = (await fundedAccount(accounts, uniqueName("prom"), 5)).key;
+  brokeKey = (await fundedAccount(accounts, uniqueName("prom-broke"), 0)).key;
 
   await startPrometheus({
     "reposearch-gateway": hostPort(gwRun.gateway!.url),
@@ -225,22 +189,22 @@ test("every process exposes /metrics: gateway, core (METRICS_PORT) and store ser
 test("Prometheus scrapes the key series after valid, 400, 401, 403 and 429 answers", { skip: SKIP }, async () => {
   const gw = gwRun!.gateway!.url;
   const q = { query: "javascript web framework library", limit: 5 };
-  assert.equal(await status(post(gw, q, key)), 200);
-  assert.equal(await status(post(gw, q, key)), 200, "same query again: a query-cache hit");
-  assert.equal(await status(post(gw, { query: 42 }, key)), 400);
-  assert.equal(await status(post(gw, { query: "http client" }, key)), 429, `account limit ${ACCOUNT_LIMIT} per minute`);
-  assert.equal(await status(post(gw, q)), 401);
-  assert.equal(await status(post(gw, q, "rsk_NotAKey_0000000000000000")), 401);
-  assert.equal(await status(post(gw, q, brokeKey)), 403);
+  assert.equal(await status(postSearch(gw, q, key)), 200);
+  assert.equal(await status(postSearch(gw, q, key)), 200, "same query again: a query-cache hit");
+  assert.equal(await status(postSearch(gw, { query: 42 }, key)), 400);
+  assert.equal(await status(postSearch(gw, { query: "http client" }, key)), 429, `account limit ${ACCOUNT_LIMIT} per minute`);
+  assert.equal(await status(postSearch(gw, q)), 401);
+  assert.equal(await status(postSearch(gw, q, "rsk_NotAKey_0000000000000000")), 401);
+  assert.equal(await status(postSearch(gw, q, brokeKey)), 403);
 
   // Two or more scrapes after the requests.
   await waitFor("the requests' counters in Prometheus", async () => (await scalar("sum(auth_failures_total)")) >= 3 && (await scalar("sum(credits_debited_micros_total)")) > 0);
   await new Promise((r) => setTimeout(r, 2_500));
 
   const series: [string, string][] = [
-    ["http_request_duration_seconds_bucket", `http_request_duration_seconds_bucket{job="reposearch-gateway",route="${SEARCH}",status="200"}`],
-    ["a 400 in the request histogram", `http_request_duration_seconds_count{route="${SEARCH}",status="400"}`],
-    ["a 429 in the request histogram", `http_request_duration_seconds_count{route="${SEARCH}",status="429"}`],
+    ["http_request_duration_seconds_bucket", `http_request_duration_seconds_bucket{job="reposearch-gateway",route="${SEARCH_PATH}",status="200"}`],
+    ["a 400 in the request histogram", `http_request_duration_seconds_count{route="${SEARCH_PATH}",status="400"}`],
+    ["a 429 in the request histogram", `http_request_duration_seconds_count{route="${SEARCH_PATH}",status="429"}`],
     ["grpc_server_handling_seconds_bucket", `grpc_server_handling_seconds_bucket{job="reposearch-core",grpc_method="Search",grpc_code="OK"}`],
     ["grpc_server_handled_total", `grpc_server_handled_total{job="reposearch-core",grpc_method="Search"}`],
     ["search_stage_duration_seconds_bucket dense", `search_stage_duration_seconds_bucket{job="reposearch-core",stage="dense"}`],
@@ -312,12 +276,8 @@ test("every Grafana dashboard query is valid PromQL on the live data", { skip: S
 test('role "all" shares one registry: the gateway\'s /metrics carries the core\'s metrics', { skip: SKIP }, async () => {
   allRun = await serve(configFor({ RATE_LIMIT_ACCOUNT_PER_MINUTE: "100" }), "all", VERSION);
   assert.equal(allRun.coreMetricsUrl, null, "no separate metrics port in role all");
-  const accounts = allRun.gateway!.accounts;
-  const name = `prom-all-${randomUUID().slice(0, 8)}`;
-  await accounts.createAccount(name);
-  await accounts.topup(name, 5 * MICROS_PER_USD);
-  const k = (await accounts.createKey(name)).key;
-  assert.equal(await status(post(allRun.gateway!.url, { query: "command line tool" }, k)), 200);
+  const k = (await fundedAccount(allRun.gateway!.accounts, uniqueName("prom-all"), 5)).key;
+  assert.equal(await status(postSearch(allRun.gateway!.url, { query: "command line tool" }, k)), 200);
   const text = await (await fetch(`${allRun.gateway!.url}/metrics`)).text();
   assert.match(text, /^index_points 500$/m);
   assert.match(text, /^search_stage_duration_seconds_count\{stage="lexical"\} 1$/m);

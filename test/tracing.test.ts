@@ -7,19 +7,18 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
-import path from "node:path";
 import { after, before, test } from "node:test";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { setLogLevel } from "../src/common/logger.js";
 import { initTracing, type Tracing } from "../src/common/tracing.js";
 import { loadConfig, type Config } from "../src/config/config.js";
-import { MICROS_PER_USD } from "../src/gateway/accounts/types.js";
+import { SEARCH_PATH } from "../src/gateway/openapi.js";
 import { startCore, startGateway, type CoreHandle, type GatewayHandle } from "../src/server/serve.js";
-import { datasetLines, runCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
+import { datasetLines, tempDir } from "./helpers.js";
+import { buildIndex, fundedAccount, postSearch, stackEnv, uniqueName } from "./stack.js";
 
-const SEARCH = "/v1/codehost/search";
-const GATEWAY_SPAN = `POST ${SEARCH}`;
+const GATEWAY_SPAN = `POST ${SEARCH_PATH}`;
 const CORE_SPAN = "reposearch.v1.SearchService/Search";
 
 setLogLevel("warn");
@@ -34,36 +33,13 @@ let key: string;
 
 before(async () => {
   dir = await tempDir("tracing");
-  const ds = await writeJsonl(path.join(dir, "ds.jsonl"), await datasetLines(500));
-  const built = await runCli(["index", "--dataset", ds, "--data-dir", dir], testEnv());
-  assert.equal(built.code, 0, built.stderr.slice(-2000));
+  await buildIndex(dir, await datasetLines(500));
   tracing = initTracing({ serviceName: "reposearch-test", serviceVersion: "0.0.0-test", exporter });
   assert.equal(tracing.enabled, true);
-  config = loadConfig(
-    testEnv({
-      DATA_DIR: dir,
-      HOST: "127.0.0.1",
-      PORT: "0",
-      GRPC_PORT: "0",
-      CORE_ADDRESS: "",
-      LEDGER_BACKEND: "sqlite",
-      LEDGER_SQLITE_PATH: "",
-      CACHE_BACKEND: "memory",
-      QUERY_CACHE_TTL_MS: "0",
-      RATE_LIMIT_IP_PER_MINUTE: "100000",
-      RATE_LIMIT_ACCOUNT_PER_MINUTE: "100000",
-      RERANKER: "off",
-      SHUTDOWN_GRACE_MS: "1000",
-      LOG_LEVEL: "warn",
-      OTEL_EXPORTER_OTLP_ENDPOINT: "",
-    }),
-  );
+  config = loadConfig(stackEnv(dir, { QUERY_CACHE_TTL_MS: "0", LOG_LEVEL: "warn", OTEL_EXPORTER_OTLP_ENDPOINT: "" }));
   core = await startCore(config, { version: "0.0.0-test" });
   gw = await startGateway(config, { version: "0.0.0-test", coreAddress: core.grpc.address });
-  const name = `trace-${randomUUID().slice(0, 8)}`;
-  await gw.accounts.createAccount(name);
-  await gw.accounts.topup(name, 5 * MICROS_PER_USD);
-  key = (await gw.accounts.createKey(name)).key;
+  key = (await fundedAccount(gw.accounts, uniqueName("trace"), 5)).key;
 });
 
 after(async () => {
@@ -74,7 +50,7 @@ after(async () => {
 });
 
 function search(body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${gw.url}${SEARCH}`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": key, ...headers }, body: JSON.stringify(body) });
+  return postSearch(gw.url, body, key, headers);
 }
 
 /**
@@ -113,7 +89,7 @@ test("one REST search is one trace: gateway span → client span → gRPC server
   // The gateway's server span is the root.
   assert.equal(gwSpan.kind, SpanKind.SERVER);
   assert.equal(parentId(gwSpan), undefined, "the gateway span is the root when the caller sent no traceparent");
-  assert.equal(gwSpan.attributes["http.route"], SEARCH);
+  assert.equal(gwSpan.attributes["http.route"], SEARCH_PATH);
   assert.equal(gwSpan.attributes["http.response.status_code"], 200);
   assert.equal(gwSpan.resource.attributes["service.name"], "reposearch-test");
 
@@ -166,7 +142,7 @@ test("a caller's traceparent is continued: the gateway span becomes a child of t
 
 test("a refused search is traced at the gateway only, with its status", async () => {
   exporter.reset();
-  const res = await fetch(`${gw.url}${SEARCH}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "x" }) });
+  const res = await postSearch(gw.url, { query: "x" });
   assert.equal(res.status, 401);
   await res.text();
   const gwSpan = await gatewaySpan();

@@ -4,11 +4,10 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { ConfigError, ErrorCode } from "../common/errors.js";
 import { setLogSink } from "../common/logger.js";
+import { startFakeService } from "../common/tei-testkit.js";
 import { loadConfig } from "../config/config.js";
 import { createEmbedder, loadQueryEmbedder } from "./factory.js";
 import { backoffMs, DEFAULT_RETRY_POLICY, EmbedServiceError, HttpEmbedder, type HttpEmbedderOptions, type RetryPolicy } from "./http.js";
@@ -38,36 +37,21 @@ interface TeiServer {
 
 async function startTei(pathPrefix = "/"): Promise<TeiServer> {
   const state: Omit<TeiServer, "url" | "close"> = { requests: [], script: [], info: "ok" };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const route = req.url?.slice(pathPrefix.length - 1);
-      if (req.method === "GET" && route === "/info") {
-        if (state.info === "404") return res.writeHead(404).end();
-        return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ model_id: MODEL_ID, max_client_batch_size: 8 }));
-      }
-      if (req.method !== "POST" || route !== "/embed") return res.writeHead(404).end();
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { inputs: string[]; normalize: boolean; truncate: boolean };
-      assert.equal(body.normalize, true);
-      assert.equal(body.truncate, true);
-      state.requests.push(body.inputs.length);
-      const next = state.script.shift();
-      if (next === "hang") return; // never answers; the client's timeout must fire
-      if (next && typeof next === "object") return res.writeHead(next.status, next.headers ?? {}).end(next.body ?? "");
-      const payload = typeof next === "function" ? next(body.inputs) : body.inputs.map(hashVector);
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(payload));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  server.unref(); // a hung test must fail on its timeout, not keep the process alive
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(state, {
-    url: `http://127.0.0.1:${port}${pathPrefix}`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+  return startFakeService(state, pathPrefix, (req, res, route, raw) => {
+    if (req.method === "GET" && route === "/info") {
+      if (state.info === "404") return res.writeHead(404).end();
+      return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ model_id: MODEL_ID, max_client_batch_size: 8 }));
+    }
+    if (req.method !== "POST" || route !== "/embed") return res.writeHead(404).end();
+    const body = JSON.parse(raw.toString("utf8")) as { inputs: string[]; normalize: boolean; truncate: boolean };
+    assert.equal(body.normalize, true);
+    assert.equal(body.truncate, true);
+    state.requests.push(body.inputs.length);
+    const next = state.script.shift();
+    if (next === "hang") return; // never answers; the client's timeout must fire
+    if (next && typeof next === "object") return res.writeHead(next.status, next.headers ?? {}).end(next.body ?? "");
+    const payload = typeof next === "function" ? next(body.inputs) : body.inputs.map(hashVector);
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(payload));
   });
 }
 

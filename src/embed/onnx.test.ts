@@ -5,60 +5,17 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { ReposearchError } from "../common/errors.js";
+import { attrInt, attrInts, bytes, modelProto, msg, node, TempModelDirs, tensor, TYPE_FLOAT, TYPE_INT64, valueInfo, VOCAB } from "../common/onnx-testkit.js";
 import { loadConfig } from "../config/config.js";
 import { createEmbedder, loadQueryEmbedder } from "./factory.js";
 import { OnnxEmbedder, readPoolingConfig } from "./onnx.js";
 import { EmbedPool } from "./pool.js";
 
-const TOKENIZER_DIR = "/work/shared/models/tokenizers-only/all-MiniLM-L6-v2";
-const VOCAB = 30522;
 const DIM = 8;
-
-// ---- a minimal protobuf writer: just the wire types ONNX needs ----
-type Field = Uint8Array;
-function varint(n: number | bigint): number[] {
-  let v = BigInt.asUintN(64, BigInt(n));
-  const out: number[] = [];
-  do {
-    let byte = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v > 0n) byte |= 0x80;
-    out.push(byte);
-  } while (v > 0n);
-  return out;
-}
-const key = (field: number, wire: number) => varint((field << 3) | wire);
-const int = (field: number, n: number | bigint): Field => Uint8Array.from([...key(field, 0), ...varint(n)]);
-function bytes(field: number, data: Uint8Array | string | Field[]): Field {
-  const body = typeof data === "string" ? new TextEncoder().encode(data) : Array.isArray(data) ? Buffer.concat(data) : data;
-  return Buffer.concat([Uint8Array.from([...key(field, 2), ...varint(body.length)]), body]);
-}
-const msg = (...fields: Field[]): Field[] => fields;
-
-// ---- ONNX messages (onnx.proto field numbers) ----
-const TYPE_FLOAT = 1;
-const TYPE_INT64 = 7;
-/** ValueInfoProto { name=1, type=2: TypeProto { tensor_type=1: { elem_type=1, shape=2: { dim=1: {dim_value=1 | dim_param=2} } } } } */
-function valueInfo(name: string, elemType: number, shape: (number | string)[]): Field[] {
-  const dims = shape.map((d) => bytes(1, typeof d === "number" ? [int(1, d)] : [bytes(2, d)]));
-  return msg(bytes(1, name), bytes(2, [bytes(1, [int(1, elemType), bytes(2, dims)])]));
-}
-/** NodeProto { input=1, output=2, name=3, op_type=4, attribute=5 } */
-function node(op: string, inputs: string[], outputs: string[], attrs: Field[][] = []): Field[] {
-  return msg(...inputs.map((i) => bytes(1, i)), ...outputs.map((o) => bytes(2, o)), bytes(3, `${op}_${outputs[0]}`), bytes(4, op), ...attrs.map((a) => bytes(5, a)));
-}
-/** AttributeProto { name=1, i=3, ints=8, type=20 (INT=2, INTS=7) } */
-const attrInt = (name: string, v: number) => msg(bytes(1, name), int(3, v), int(20, 2));
-const attrInts = (name: string, vs: number[]) => msg(bytes(1, name), ...vs.map((v) => int(8, v)), int(20, 7));
-/** TensorProto { dims=1, data_type=2, name=8, raw_data=9 } */
-function floatTensor(name: string, dims: number[], data: Float32Array): Field[] {
-  return msg(...dims.map((d) => int(1, d)), int(2, TYPE_FLOAT), bytes(8, name), bytes(9, new Uint8Array(data.buffer, data.byteOffset, data.byteLength)));
-}
 
 /** The embedding table of the test model: a deterministic, non-trivial value per (token, dim). */
 function tableValue(token: number, j: number): number {
@@ -89,24 +46,20 @@ function encodeModel(opts: ModelOptions = {}): Uint8Array {
   const graph = msg(
     ...nodes.map((n) => bytes(1, n)),
     bytes(2, "tiny"),
-    bytes(5, floatTensor("table", [VOCAB, DIM], TABLE)),
+    bytes(5, tensor("table", TYPE_FLOAT, [VOCAB, DIM], TABLE)),
     ...inputs.map((i) => bytes(11, valueInfo(i, TYPE_INT64, ["batch", "seq"]))),
     bytes(12, valueInfo(output, TYPE_FLOAT, output === "sentence_embedding" ? ["batch", DIM] : ["batch", "seq", DIM])),
   );
-  // ModelProto { ir_version=1, producer_name=2, graph=7, opset_import=8: { domain=1, version=2 } }
-  return Buffer.concat(msg(int(1, 8), bytes(2, "reposearch-test"), bytes(7, graph), bytes(8, [bytes(1, ""), int(2, 13)])));
+  return modelProto(graph);
 }
 
-const root = mkdtempSync(path.join(tmpdir(), "reposearch-onnx-"));
-after(() => rmSync(root, { recursive: true, force: true }));
+const dirs = new TempModelDirs("reposearch-onnx-");
+const root = dirs.root;
+after(() => dirs.remove());
 
-let dirCount = 0;
 /** Writes a model directory: the model, the real tokenizer files, and optional sentence-transformers config. */
 function modelDir(opts: ModelOptions & { pooling?: Record<string, boolean>; normalize?: boolean; nested?: boolean; name?: string } = {}): string {
-  const dir = path.join(root, opts.name ?? `model-${++dirCount}`);
-  mkdirSync(path.join(dir, "onnx"), { recursive: true });
-  writeFileSync(path.join(dir, opts.nested ? "onnx/model.onnx" : "model.onnx"), encodeModel(opts));
-  for (const f of ["tokenizer.json", "tokenizer_config.json"]) copyFileSync(path.join(TOKENIZER_DIR, f), path.join(dir, f));
+  const dir = dirs.create(encodeModel(opts), opts);
   if (opts.pooling) {
     const modules = [
       { idx: 0, name: "0", path: "", type: "sentence_transformers.models.Transformer" },

@@ -9,11 +9,22 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { Tokenizer } from "@huggingface/tokenizers";
-import * as ort from "onnxruntime-node";
+import type { Tokenizer } from "@huggingface/tokenizers";
+import type * as ort from "onnxruntime-node";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
+import {
+  batchFeeds,
+  intraOpThreadsOf,
+  modelTokenLimit,
+  onnxLoadError,
+  OnnxModelDir,
+  padIdOf,
+  readModelJson,
+  runFloatOutput,
+  type Encoded,
+  type ModelInput,
+} from "../common/onnx-model.js";
 import type { Embedder } from "./types.js";
 import { l2normalize } from "./types.js";
 
@@ -36,29 +47,13 @@ export interface PoolingConfig {
   readonly normalize: boolean;
 }
 
-/** Inputs this embedder knows how to feed; anything else in the graph is an error at load time. */
-const FEEDABLE_INPUTS = ["input_ids", "attention_mask", "token_type_ids", "position_ids"] as const;
-type FeedableInput = (typeof FEEDABLE_INPUTS)[number];
 /** Output names in order of preference: an already-pooled vector first, then per-token states. */
 const POOLED_OUTPUT = "sentence_embedding";
 const TOKEN_OUTPUTS = ["last_hidden_state", "token_embeddings"] as const;
 
-interface Encoded {
-  readonly ids: number[];
-  readonly typeIds: number[];
-}
-
-function loadError(modelDir: string, message: string, cause?: unknown): ReposearchError {
-  return new ReposearchError(ErrorCode.Internal, `onnx model ${modelDir}: ${message}`, { cause });
-}
-
-async function readJson(modelDir: string, file: string): Promise<unknown> {
-  try {
-    return JSON.parse(await readFile(file, "utf8")) as unknown;
-  } catch (err) {
-    throw loadError(modelDir, `cannot read ${path.relative(modelDir, file)}: ${(err as Error).message}`, err);
-  }
-}
+const LABEL = "onnx model";
+const loadError = (modelDir: string, message: string, cause?: unknown) => onnxLoadError(LABEL, modelDir, message, cause);
+const readJson = (modelDir: string, file: string) => readModelJson(LABEL, modelDir, file);
 
 async function sha256File(file: string): Promise<string> {
   // Streamed: real models are hundreds of MB.
@@ -119,7 +114,7 @@ export class OnnxEmbedder implements Embedder {
     private readonly tokenizer: Tokenizer,
     private readonly template: { readonly prefix: number; readonly suffix: number },
     private readonly padId: number,
-    private readonly inputs: readonly { readonly name: FeedableInput; readonly type: "int64" | "int32" }[],
+    private readonly inputs: readonly ModelInput[],
     private readonly output: string,
     private readonly runBatchSize: number,
     init: { id: string; pooling: PoolingConfig; maxTokens: number },
@@ -137,80 +132,39 @@ export class OnnxEmbedder implements Embedder {
     if (!Number.isInteger(opts.maxTokens) || opts.maxTokens < 3) throw new RangeError(`maxTokens must be an integer >= 3, got ${opts.maxTokens}`);
     const runBatchSize = opts.runBatchSize ?? 32;
     if (!Number.isInteger(runBatchSize) || runBatchSize < 1) throw new RangeError(`runBatchSize must be a positive integer, got ${runBatchSize}`);
-    const intraOpThreads = opts.intraOpThreads ?? 0;
-    if (!Number.isInteger(intraOpThreads) || intraOpThreads < 0) throw new RangeError(`intraOpThreads must be an integer >= 0, got ${intraOpThreads}`);
+    const intraOpThreads = intraOpThreadsOf(opts.intraOpThreads);
 
-    const dir = path.resolve(modelDir);
-    if (!existsSync(dir)) throw loadError(dir, "directory does not exist");
-    const modelFile = ["model.onnx", path.join("onnx", "model.onnx")].map((p) => path.join(dir, p)).find((p) => existsSync(p));
-    if (!modelFile) throw loadError(dir, "missing model.onnx (looked for model.onnx and onnx/model.onnx)");
-    const tokenizerFile = path.join(dir, "tokenizer.json");
-    if (!existsSync(tokenizerFile)) throw loadError(dir, "missing tokenizer.json");
-    const tokenizerConfigFile = path.join(dir, "tokenizer_config.json");
-    const tokenizerConfig = existsSync(tokenizerConfigFile) ? ((await readJson(dir, tokenizerConfigFile)) as Record<string, unknown>) : {};
-    const tokenizerJson = (await readJson(dir, tokenizerFile)) as { padding?: { pad_id?: number } | null };
-
-    let tokenizer: Tokenizer;
-    try {
-      tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
-    } catch (err) {
-      throw loadError(dir, `cannot build the tokenizer: ${(err as Error).message}`, err);
-    }
+    const model = OnnxModelDir.locate(LABEL, modelDir);
+    const dir = model.dir;
+    const tokenizer = await model.loadTokenizer();
     const pooling = await readPoolingConfig(dir);
 
-    let session: ort.InferenceSession;
+    const session = await model.openSession(intraOpThreads);
     try {
-      session = await ort.InferenceSession.create(modelFile, {
-        executionProviders: ["cpu"],
-        graphOptimizationLevel: "all",
-        intraOpNumThreads: intraOpThreads,
-        logSeverityLevel: 3,
-      });
-    } catch (err) {
-      throw loadError(dir, `onnxruntime cannot load ${path.relative(dir, modelFile)}: ${(err as Error).message}`, err);
-    }
-    try {
-      const inputs = session.inputMetadata.map((m) => {
-        if (!(FEEDABLE_INPUTS as readonly string[]).includes(m.name)) {
-          throw loadError(dir, `model input "${m.name}" cannot be fed (this embedder feeds ${FEEDABLE_INPUTS.join(", ")})`);
-        }
-        const type = m.isTensor ? m.type : "non-tensor";
-        if (type !== "int64" && type !== "int32") throw loadError(dir, `model input "${m.name}" has type ${type}; expected int64 or int32`);
-        return { name: m.name as FeedableInput, type: type as "int64" | "int32" };
-      });
-      if (!inputs.some((i) => i.name === "input_ids")) throw loadError(dir, `model declares no input_ids input (inputs: ${session.inputNames.join(", ")})`);
+      const inputs = model.feedableInputs(session, "embedder");
       const output = [POOLED_OUTPUT, ...TOKEN_OUTPUTS].find((n) => session.outputNames.includes(n));
       if (!output) {
-        throw loadError(dir, `model has none of the outputs ${[POOLED_OUTPUT, ...TOKEN_OUTPUTS].join(", ")} (outputs: ${session.outputNames.join(", ")})`);
+        throw model.error(`model has none of the outputs ${[POOLED_OUTPUT, ...TOKEN_OUTPUTS].join(", ")} (outputs: ${session.outputNames.join(", ")})`);
       }
 
-      const modelMax = typeof tokenizerConfig.model_max_length === "number" ? tokenizerConfig.model_max_length : Infinity;
-      const maxTokens = Math.min(opts.maxTokens, modelMax);
-      const padId = OnnxEmbedder.padIdOf(tokenizer, tokenizerJson, tokenizerConfig);
-      const template = OnnxEmbedder.specialTemplate(tokenizer);
+      const maxTokens = Math.min(opts.maxTokens, modelTokenLimit(tokenizer.config));
+      const template = OnnxEmbedder.specialTemplate(tokenizer.tokenizer);
       if (maxTokens <= template.prefix + template.suffix) {
-        throw loadError(dir, `maxTokens ${maxTokens} leaves no room for text besides the ${template.prefix + template.suffix} special tokens`);
+        throw model.error(`maxTokens ${maxTokens} leaves no room for text besides the ${template.prefix + template.suffix} special tokens`);
       }
-      const id = `onnx:${path.basename(dir)}:${(await sha256File(modelFile)).slice(0, 12)}`;
+      const id = `onnx:${path.basename(dir)}:${(await sha256File(model.modelFile)).slice(0, 12)}`;
 
-      const embedder = new OnnxEmbedder(session, tokenizer, template, padId, inputs, output, runBatchSize, { id, pooling, maxTokens });
+      const embedder = new OnnxEmbedder(session, tokenizer.tokenizer, template, padIdOf(tokenizer), inputs, output, runBatchSize, { id, pooling, maxTokens });
       // A probe run learns the output width and proves the graph runs with what we feed it.
       const [probe] = await embedder.run([embedder.encode("dimension probe")]);
-      if (!probe || probe.length === 0) throw loadError(dir, `output ${output} is empty`);
+      if (!probe || probe.length === 0) throw model.error(`output ${output} is empty`);
       embedder.outputDims = probe.length;
       return embedder;
     } catch (err) {
       await session.release().catch(() => {});
       if (err instanceof ReposearchError) throw err;
-      throw loadError(dir, `probe inference failed: ${(err as Error).message}`, err);
+      throw model.error(`probe inference failed: ${(err as Error).message}`, err);
     }
-  }
-
-  private static padIdOf(tokenizer: Tokenizer, json: { padding?: { pad_id?: number } | null }, config: Record<string, unknown>): number {
-    if (typeof json.padding?.pad_id === "number") return json.padding.pad_id;
-    const padToken = typeof config.pad_token === "string" ? config.pad_token : null;
-    // Padded positions are masked out, so any id works when the tokenizer names no pad token.
-    return (padToken !== null ? tokenizer.token_to_id(padToken) : undefined) ?? 0;
   }
 
   /** How many special tokens the post-processor puts before and after the text (e.g. [CLS] … [SEP]). */
@@ -258,43 +212,8 @@ export class OnnxEmbedder implements Embedder {
 
   private async run(batch: readonly Encoded[]): Promise<Float32Array[]> {
     const b = batch.length;
-    const seq = Math.max(...batch.map((e) => e.ids.length));
-    const feeds: Record<string, ort.Tensor> = {};
-    // One [batch, seq] integer tensor; positions past a text's length get `pad`.
-    const fill = (value: (e: Encoded, t: number) => number, pad: number, type: "int64" | "int32") => {
-      const data = type === "int64" ? new BigInt64Array(b * seq) : new Int32Array(b * seq);
-      for (let r = 0; r < b; r++) {
-        const e = batch[r]!;
-        for (let t = 0; t < seq; t++) {
-          const v = t < e.ids.length ? value(e, t) : pad;
-          if (type === "int64") (data as BigInt64Array)[r * seq + t] = BigInt(v);
-          else (data as Int32Array)[r * seq + t] = v;
-        }
-      }
-      return new ort.Tensor(type, data, [b, seq]);
-    };
-    for (const input of this.inputs) {
-      switch (input.name) {
-        case "input_ids":
-          feeds[input.name] = fill((e, t) => e.ids[t]!, this.padId, input.type);
-          break;
-        case "attention_mask":
-          feeds[input.name] = fill(() => 1, 0, input.type);
-          break;
-        case "token_type_ids":
-          feeds[input.name] = fill((e, t) => e.typeIds[t]!, 0, input.type);
-          break;
-        case "position_ids":
-          feeds[input.name] = fill((_e, t) => t, 0, input.type);
-          break;
-      }
-    }
-    const result = await this.session.run(feeds, [this.output]);
-    const tensor = result[this.output]!;
-    try {
-      if (tensor.type !== "float32") throw new ReposearchError(ErrorCode.Internal, `onnx output ${this.output} is ${tensor.type}; expected float32`);
-      const data = tensor.data as Float32Array;
-      const dims = tensor.dims;
+    const { feeds, seq } = batchFeeds(batch, this.inputs, this.padId);
+    return runFloatOutput(this.session, feeds, this.output, "onnx", (data, dims) => {
       if (this.output === POOLED_OUTPUT) {
         if (dims.length !== 2 || dims[0] !== b) throw new ReposearchError(ErrorCode.Internal, `onnx output ${this.output} has shape [${dims.join(", ")}]; expected [${b}, dims]`);
         const d = dims[1]!;
@@ -304,9 +223,7 @@ export class OnnxEmbedder implements Embedder {
         throw new ReposearchError(ErrorCode.Internal, `onnx output ${this.output} has shape [${dims.join(", ")}]; expected [${b}, ${seq}, dims]`);
       }
       return batch.map((e, r) => l2normalize(pool(this.pooling.mode, data, r, seq, dims[2]!, e.ids.length)));
-    } finally {
-      tensor.dispose();
-    }
+    });
   }
 
   async close(): Promise<void> {

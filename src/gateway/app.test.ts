@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { Logger, setLogSink } from "../common/logger.js";
+import { appliedFilters } from "../core/testkit.js";
 import type { SearchRequest, SearchResponse } from "../core/types.js";
 import { SEARCH_PRICE_MICROS, type DebitOutcome, type Principal, type StoreHealth } from "./accounts/types.js";
 import { createGatewayApp, toJsonPointer, type GatewayAppConfig, type GatewayDeps } from "./app.js";
@@ -50,18 +51,7 @@ function sampleResponse(req: SearchRequest): SearchResponse {
       total: 1,
       timeMs: 12.5,
       methods: { lexical: { hits: 1, weight: 0.4 }, dense: { hits: 1, weight: 0.6 } },
-      appliedFilters: {
-        categories: { mode: "default", values: ["library"], includeUncategorized: true },
-        excludeArchived: true,
-        minStars: null,
-        maxStars: null,
-        minForks: null,
-        maxForks: null,
-        language: null,
-        excludeRepos: [],
-        topics: [],
-        staleAfterMonths: null,
-      },
+      appliedFilters: appliedFilters({ mode: "default", values: ["library"], includeUncategorized: true }),
     },
   };
 }

@@ -12,6 +12,7 @@
  */
 import { randomUUID } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
+import { untilAborted } from "../common/abort.js";
 import { ErrorCode, ReposearchError, httpStatusOf, type ErrorDetail } from "../common/errors.js";
 import type { Logger } from "../common/logger.js";
 import { SpanKind, extractTraceContext, failSpan, startSpan, traceHeaders, traceIdOf, type Context, type Span } from "../common/tracing.js";
@@ -180,25 +181,6 @@ function describe(err: unknown, secret: string | undefined): { message: string; 
   const scrub = (s: string): string => redactKeys(secret && secret.length > 0 ? s.split(secret).join("[REDACTED]") : s);
   if (err instanceof Error) return { name: err.name, message: scrub(err.message), ...(err.stack ? { stack: scrub(err.stack) } : {}) };
   return { message: scrub(String(err)) };
-}
-
-/** Rejects when `signal` aborts, so a core client that ignores its signal cannot hold the request. */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /** The validated body as the core's request; `rerank` is not part of the REST API and stays at the server default. */

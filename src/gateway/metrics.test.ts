@@ -9,6 +9,7 @@ import { after, before, test } from "node:test";
 import { Registry } from "prom-client";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { Logger, setLogSink } from "../common/logger.js";
+import { emptyResponse } from "../core/testkit.js";
 import type { SearchRequest, SearchResponse } from "../core/types.js";
 import { SEARCH_PRICE_MICROS, type DebitOutcome, type Principal } from "./accounts/types.js";
 import { createGatewayApp } from "./app.js";
@@ -28,37 +29,13 @@ const decision = (allowed: boolean, degraded = false): RateLimitDecision => ({
   degraded,
 });
 
-function response(req: SearchRequest): SearchResponse {
-  return {
-    query: req.query,
-    results: [],
-    meta: {
-      total: 0,
-      timeMs: 1,
-      methods: {},
-      appliedFilters: {
-        categories: { mode: "default", values: [], includeUncategorized: true },
-        excludeArchived: true,
-        minStars: null,
-        maxStars: null,
-        minForks: null,
-        maxForks: null,
-        language: null,
-        excludeRepos: [],
-        topics: [],
-        staleAfterMonths: null,
-      },
-    },
-  };
-}
-
 /** What the fakes do on the next request; tests set it before each call. */
 const behave = {
   ip: async (): Promise<RateLimitDecision> => decision(true),
   account: async (): Promise<RateLimitDecision> => decision(true),
   principal: (): Principal | null => ({ accountId: "acct_1", accountName: "acme", accountStatus: "active", keyPrefix: "rsk_MetricKey", scopes: ["search"] }),
   debit: async (): Promise<DebitOutcome> => ({ ok: true, balanceMicros: 1_000_000 }),
-  search: async (req: SearchRequest): Promise<SearchResponse> => response(req),
+  search: async (req: SearchRequest): Promise<SearchResponse> => emptyResponse(req.query),
 };
 const defaults = { ...behave };
 

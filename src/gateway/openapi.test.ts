@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { appliedFilters, nullResult } from "../core/testkit.js";
 import { CATEGORIES } from "../dataset/record.js";
 import { SCHEMA_NAMES, openApiDocument, schemas } from "./openapi.js";
 import { createAjv, validateResponse, validateSearchRequest } from "./validation.js";
@@ -214,32 +215,8 @@ test("all problems are reported at once, with readable messages", () => {
 });
 
 test("validateResponse checks bodies against the document's response schemas", () => {
-  const applied = {
-    categories: { mode: "all", values: [], includeUncategorized: true },
-    excludeArchived: true,
-    minStars: null,
-    maxStars: null,
-    minForks: null,
-    maxForks: null,
-    language: null,
-    excludeRepos: [],
-    topics: [],
-    staleAfterMonths: null,
-  };
-  const result = {
-    url: null,
-    name: "a/b",
-    description: null,
-    score: 0.5,
-    language: null,
-    stars: null,
-    forks: null,
-    topics: [],
-    pushedAt: null,
-    isArchived: null,
-    llmsUrl: null,
-    evidence: [],
-  };
+  const applied = appliedFilters({ mode: "all", values: [], includeUncategorized: true });
+  const result = { ...nullResult("a/b"), score: 0.5 };
   const good = { query: "x", results: [result, { ...result, tree: null }], meta: { total: 2, timeMs: 3, methods: { dense: { hits: 2, weight: 1 } }, appliedFilters: applied, reranked: false, rerankMs: 4 } };
   assert.deepEqual(validateResponse("SearchResponse", good).errors, []);
   const { staleAfterMonths: _drop, ...partial } = applied;

@@ -427,8 +427,15 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
   },
 };
 
-const errorContent = (example: { code: string; message: string; status: number; details?: unknown[] }): Readonly<Record<string, MediaTypeObject>> => ({
-  "application/json": { schema: ref("Error"), examples: { example: { value: { error: example } } } },
+/** A reusable error response: what the code means and what to do (`description`), an example Error body, and its headers. */
+const errorResponse = (
+  description: string,
+  example: { code: string; message: string; status: number; details?: unknown[] },
+  headers?: ResponseObject["headers"],
+): ResponseObject => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { "application/json": { schema: ref("Error"), examples: { example: { value: { error: example } } } } },
 });
 
 const rateLimitHeaders = {
@@ -591,48 +598,43 @@ export const openApiDocument: OpenApiDocument = {
       },
     },
     responses: {
-      ValidationError: {
-        description:
-          "VALIDATION_ERROR: wrong `Content-Type`, body larger than the limit, malformed JSON, or a body that breaks the schema. `details` lists every problem. Fix the request; do not retry it unchanged.",
-        content: errorContent({
-          code: "VALIDATION_ERROR",
-          message: "request body is invalid",
-          status: 400,
-          details: [{ path: "/limit", rule: "maximum", message: "must be <= 50" }],
-        }),
-      },
-      AuthError: {
-        description: "AUTH_ERROR: the `X-API-Key` header is missing, or the key is unknown or revoked. Stop; configure a valid key.",
-        content: errorContent({ code: "AUTH_ERROR", message: "invalid API key", status: 401 }),
-      },
-      Forbidden: {
-        description:
-          "INSUFFICIENT_CREDITS: the account has no credits left (top up in the dashboard). FORBIDDEN: the account is suspended or the key lacks the `search` scope. Do not retry.",
-        content: errorContent({ code: "INSUFFICIENT_CREDITS", message: "insufficient credits: top up the account", status: 403 }),
-      },
-      NotFound: {
-        description: "NOT_FOUND: no such path, or the method is not supported on it. Check the path.",
-        content: errorContent({ code: "NOT_FOUND", message: "no route for POST /v1/search", status: 404 }),
-      },
-      RateLimitExceeded: {
-        description: "RATE_LIMIT_EXCEEDED: the per-IP or per-account limit for this minute is used up. Wait `Retry-After` seconds, then retry.",
-        headers: { ...rateLimitHeaders, "Retry-After": { $ref: "#/components/headers/Retry-After" } },
-        content: errorContent({ code: "RATE_LIMIT_EXCEEDED", message: "rate limit exceeded: 60 requests per minute per account", status: 429 }),
-      },
-      InternalError: {
-        description: "INTERNAL_ERROR: unexpected server error. Retry with jitter and a bounded number of attempts.",
-        content: errorContent({ code: "INTERNAL_ERROR", message: "internal error", status: 500 }),
-      },
-      ExternalServiceError: {
-        description:
-          "EXTERNAL_SERVICE_ERROR: the search core or the credits ledger failed or timed out. Nothing is charged (a debit is refunded). Retry with jitter and a bounded number of attempts.",
-        content: errorContent({ code: "EXTERNAL_SERVICE_ERROR", message: "search core unavailable", status: 502 }),
-      },
-      RateLimitUnavailable: {
-        description: "RATE_LIMIT_UNAVAILABLE: the rate-limit store is temporarily unreachable and the limiter fails closed. Retry after `Retry-After` seconds; no tight loop.",
-        headers: { "Retry-After": { $ref: "#/components/headers/Retry-After" } },
-        content: errorContent({ code: "RATE_LIMIT_UNAVAILABLE", message: "rate limiting temporarily unavailable", status: 503 }),
-      },
+      ValidationError: errorResponse(
+        "VALIDATION_ERROR: wrong `Content-Type`, body larger than the limit, malformed JSON, or a body that breaks the schema. `details` lists every problem. Fix the request; do not retry it unchanged.",
+        { code: "VALIDATION_ERROR", message: "request body is invalid", status: 400, details: [{ path: "/limit", rule: "maximum", message: "must be <= 50" }] },
+      ),
+      AuthError: errorResponse("AUTH_ERROR: the `X-API-Key` header is missing, or the key is unknown or revoked. Stop; configure a valid key.", {
+        code: "AUTH_ERROR",
+        message: "invalid API key",
+        status: 401,
+      }),
+      Forbidden: errorResponse(
+        "INSUFFICIENT_CREDITS: the account has no credits left (top up in the dashboard). FORBIDDEN: the account is suspended or the key lacks the `search` scope. Do not retry.",
+        { code: "INSUFFICIENT_CREDITS", message: "insufficient credits: top up the account", status: 403 },
+      ),
+      NotFound: errorResponse("NOT_FOUND: no such path, or the method is not supported on it. Check the path.", {
+        code: "NOT_FOUND",
+        message: "no route for POST /v1/search",
+        status: 404,
+      }),
+      RateLimitExceeded: errorResponse(
+        "RATE_LIMIT_EXCEEDED: the per-IP or per-account limit for this minute is used up. Wait `Retry-After` seconds, then retry.",
+        { code: "RATE_LIMIT_EXCEEDED", message: "rate limit exceeded: 60 requests per minute per account", status: 429 },
+        { ...rateLimitHeaders, "Retry-After": { $ref: "#/components/headers/Retry-After" } },
+      ),
+      InternalError: errorResponse("INTERNAL_ERROR: unexpected server error. Retry with jitter and a bounded number of attempts.", {
+        code: "INTERNAL_ERROR",
+        message: "internal error",
+        status: 500,
+      }),
+      ExternalServiceError: errorResponse(
+        "EXTERNAL_SERVICE_ERROR: the search core or the credits ledger failed or timed out. Nothing is charged (a debit is refunded). Retry with jitter and a bounded number of attempts.",
+        { code: "EXTERNAL_SERVICE_ERROR", message: "search core unavailable", status: 502 },
+      ),
+      RateLimitUnavailable: errorResponse(
+        "RATE_LIMIT_UNAVAILABLE: the rate-limit store is temporarily unreachable and the limiter fails closed. Retry after `Retry-After` seconds; no tight loop.",
+        { code: "RATE_LIMIT_UNAVAILABLE", message: "rate limiting temporarily unavailable", status: 503 },
+        { "Retry-After": { $ref: "#/components/headers/Retry-After" } },
+      ),
     },
   },
 };

@@ -3,32 +3,10 @@ import { randomBytes } from "node:crypto";
 import { after, test } from "node:test";
 import { Redis } from "ioredis";
 import { Logger } from "../common/logger.js";
-import type { SearchResponse } from "../core/types.js";
+import { emptyResponse } from "../core/testkit.js";
 import { createMemoryQueryCache, createQueryCache, createRedisQueryCache, queryCacheKey } from "./query-cache.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-
-const response = (query: string): SearchResponse => ({
-  query,
-  results: [],
-  meta: {
-    total: 0,
-    timeMs: 1,
-    methods: {},
-    appliedFilters: {
-      categories: { mode: "default", values: [], includeUncategorized: true },
-      excludeArchived: true,
-      minStars: null,
-      maxStars: null,
-      minForks: null,
-      maxForks: null,
-      language: null,
-      excludeRepos: [],
-      topics: [],
-      staleAfterMonths: null,
-    },
-  },
-});
 
 test("queryCacheKey: defaults made explicit and key order ignored; any real difference changes the key", () => {
   const base = queryCacheKey({ query: "q" });
@@ -53,10 +31,10 @@ test("queryCacheKey: defaults made explicit and key order ignored; any real diff
 
 test("memory cache: TTL expiry and LRU eviction", async () => {
   const c = createMemoryQueryCache({ ttlMs: 50, maxEntries: 2 });
-  await c.set("a", response("a"));
-  await c.set("b", response("b"));
+  await c.set("a", emptyResponse("a"));
+  await c.set("b", emptyResponse("b"));
   assert.equal((await c.get("a"))?.query, "a"); // a becomes most recent
-  await c.set("c", response("c")); // evicts b
+  await c.set("c", emptyResponse("c")); // evicts b
   assert.equal(await c.get("b"), undefined);
   assert.equal((await c.get("a"))?.query, "a");
   assert.equal((await c.get("c"))?.query, "c");
@@ -77,8 +55,8 @@ test("redis cache: round trip with expiry, shared by key prefix", async () => {
   const keyPrefix = `test:qc:${process.pid}:${randomBytes(6).toString("hex")}`;
   const c = createRedisQueryCache(redis, { ttlMs: 200, keyPrefix, logger: new Logger() });
   assert.equal(await c.get("k"), undefined);
-  await c.set("k", response("hello"));
-  assert.deepEqual(await c.get("k"), response("hello"));
+  await c.set("k", emptyResponse("hello"));
+  assert.deepEqual(await c.get("k"), emptyResponse("hello"));
   const ttl = await redis.pttl(`${keyPrefix}:k`);
   assert.ok(ttl > 0 && ttl <= 200);
   await new Promise((r) => setTimeout(r, 260));

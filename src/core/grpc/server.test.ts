@@ -3,18 +3,17 @@
  * CoreClient / raw grpc-js clients, with an in-test SearchCore that records what it received.
  */
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
-import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { ConfigError, ErrorCode, ReposearchError } from "../../common/errors.js";
 import { Logger, setLogLevel, setLogSink } from "../../common/logger.js";
+import { nullResult } from "../testkit.js";
 import type { IndexStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "../types.js";
 import { CoreClient, checkCoreAddress, isRetryableCoreError } from "./client.js";
-import { HEALTH_SERVICE_NAME, PROTO_LOADER_OPTIONS, SEARCH_SERVICE_NAME, loadProtos, requestFromProto, requestToProto, responseFromProto, responseToProto } from "./convert.js";
+import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, loadProtos, requestFromProto, requestToProto, responseFromProto, responseToProto } from "./convert.js";
 import { startGrpcServer, type GrpcServerHandle } from "./server.js";
+import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "./testkit.js";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -103,30 +102,6 @@ const waitForAbort: SearchImpl = (_req, opts) =>
     signal.addEventListener("abort", () => reject(new Error("aborted by signal")), { once: true });
   });
 
-async function expectError(p: Promise<unknown>): Promise<ReposearchError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof ReposearchError, `expected ReposearchError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail("expected the call to fail");
-}
-
-function grpcCodeOf(err: ReposearchError): number | undefined {
-  const cause = err.cause as Partial<grpc.ServiceError> | undefined;
-  return cause?.code;
-}
-
-async function waitUntil(cond: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) return false;
-    await sleep(10);
-  }
-  return true;
-}
-
 async function start(core: SearchCore, extra: { shutdownGraceMs?: number; healthPollMs?: number } = {}): Promise<GrpcServerHandle> {
   return startGrpcServer({ core, host: "127.0.0.1", port: 0, logger, shutdownGraceMs: extra.shutdownGraceMs ?? 5_000, healthPollMs: extra.healthPollMs ?? 60_000 });
 }
@@ -197,20 +172,7 @@ describe("gRPC SearchService", () => {
   });
 
   it("response presence survives the wire: tree undefined vs null vs text, nulls vs values, zeros", async () => {
-    const nulls: SearchResult = {
-      url: null,
-      name: "n/n",
-      description: null,
-      score: 0,
-      language: null,
-      stars: null,
-      forks: null,
-      topics: [],
-      pushedAt: null,
-      isArchived: null,
-      llmsUrl: null,
-      evidence: [],
-    };
+    const nulls = nullResult("n/n");
     core.results = [
       baseResult,
       { ...baseResult, name: "t/null", tree: null },
@@ -423,42 +385,22 @@ describe("gRPC SearchService", () => {
   });
 
   it("server reflection lists the search and health services (v1 and v1alpha)", async () => {
-    const req = createRequire(import.meta.url);
-    const reflectionProtoDir = path.resolve(path.dirname(req.resolve("@grpc/reflection")), "..", "proto");
-    for (const version of ["v1", "v1alpha"]) {
-      const pkg = protoLoader.loadSync(`grpc/reflection/${version}/reflection.proto`, { ...PROTO_LOADER_OPTIONS, includeDirs: [reflectionProtoDir] });
-      const svc = pkg[`grpc.reflection.${version}.ServerReflection`] as protoLoader.ServiceDefinition;
-      const info = svc.ServerReflectionInfo;
-      const raw = new grpc.Client(server.address, grpc.credentials.createInsecure());
+    for (const version of ["v1", "v1alpha"] as const) {
+      const reflection = reflectionClient(server.address, version);
       try {
-        const names = await new Promise<string[]>((resolve, reject) => {
-          const stream = raw.makeBidiStreamRequest(info.path, info.requestSerialize, info.responseDeserialize);
-          stream.on("data", (msg: { listServicesResponse?: { service?: { name: string }[] } }) => {
-            resolve((msg.listServicesResponse?.service ?? []).map((s) => s.name));
-            stream.end();
-          });
-          stream.on("error", reject);
-          stream.write({ listServices: "*" });
-        });
+        const names = await reflection.listServices();
         assert.ok(names.includes(SEARCH_SERVICE_NAME), `${version}: ${names.join(",")}`);
         assert.ok(names.includes(HEALTH_SERVICE_NAME), `${version}: ${names.join(",")}`);
 
         // grpcurl's `describe` needs the file that defines a symbol; it must decode.
-        const files = await new Promise<Buffer[]>((resolve, reject) => {
-          const stream = raw.makeBidiStreamRequest(info.path, info.requestSerialize, info.responseDeserialize);
-          stream.on("data", (msg: { fileDescriptorResponse?: { fileDescriptorProto?: Buffer[] } }) => {
-            resolve(msg.fileDescriptorResponse?.fileDescriptorProto ?? []);
-            stream.end();
-          });
-          stream.on("error", reject);
-          stream.write({ fileContainingSymbol: "reposearch.v1.SearchService" });
-        });
+        const described = await reflection.ask<{ fileDescriptorResponse?: { fileDescriptorProto?: Buffer[] } }>({ fileContainingSymbol: "reposearch.v1.SearchService" });
+        const files = described.fileDescriptorResponse?.fileDescriptorProto ?? [];
         assert.ok(files.length >= 1);
         // Descriptors carry the proto's own field names, not proto-loader's camelCase renaming.
         assert.ok(files.some((f) => f.includes("include_tree") && f.includes("stale_after_months")));
         assert.ok(!files.some((f) => f.includes("includeTree")));
       } finally {
-        raw.close();
+        reflection.close();
       }
     }
   });

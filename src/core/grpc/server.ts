@@ -9,6 +9,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation, type ServingStatus } from "grpc-health-check";
+import { untilAborted } from "../../common/abort.js";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { Logger } from "../../common/logger.js";
 import { SpanKind, context, extractTraceContext, failSpan, stageSpan, startSpan } from "../../common/tracing.js";
@@ -82,28 +83,6 @@ function formatAddress(host: string, port: number): string {
 function msUntil(deadline: grpc.Deadline): number {
   const at = deadline instanceof Date ? deadline.getTime() : deadline;
   return at - Date.now();
-}
-
-/** Rejects as soon as the signal aborts, so a core that ignores its signal cannot hold the call. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServerHandle> {

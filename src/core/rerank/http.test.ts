@@ -4,12 +4,11 @@
  * against that server and against scripted in-memory rerankers.
  */
 import assert from "node:assert/strict";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { ConfigError, ErrorCode } from "../../common/errors.js";
 import { Logger, setLogSink } from "../../common/logger.js";
+import { startFakeService } from "../../common/tei-testkit.js";
 import { loadConfig } from "../../config/config.js";
 import { createReranker } from "./factory.js";
 import { DEFAULT_RERANK_RETRY_POLICY, HttpReranker, type HttpRerankerOptions, RerankServiceError, type RetryPolicy } from "./http.js";
@@ -51,35 +50,20 @@ function teiAnswer(body: RerankBody): { index: number; score: number }[] {
 
 async function startTei(pathPrefix = "/"): Promise<TeiServer> {
   const state: Omit<TeiServer, "url" | "close"> = { requests: [], script: [] };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const route = req.url?.slice(pathPrefix.length - 1);
-      if (req.method !== "POST" || route !== "/rerank") return res.writeHead(404).end();
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as RerankBody;
-      assert.equal(body.raw_scores, false);
-      assert.equal(body.return_text, false);
-      assert.equal(body.truncate, true);
-      assert.equal(req.headers["content-type"], "application/json");
-      state.requests.push(body.texts.length);
-      const next = state.script.shift();
-      if (next === "hang") return; // never answers
-      const answer = () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(typeof next === "function" ? next(body) : teiAnswer(body)));
-      if (next && typeof next === "object" && "delayMs" in next) return void setTimeout(answer, next.delayMs).unref();
-      if (next && typeof next === "object") return res.writeHead(next.status, next.headers ?? {}).end(next.body ?? "");
-      answer();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  server.unref(); // a hung test must fail on its timeout, not keep the process alive
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(state, {
-    url: `http://127.0.0.1:${port}${pathPrefix}`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+  return startFakeService(state, pathPrefix, (req, res, route, raw) => {
+    if (req.method !== "POST" || route !== "/rerank") return res.writeHead(404).end();
+    const body = JSON.parse(raw.toString("utf8")) as RerankBody;
+    assert.equal(body.raw_scores, false);
+    assert.equal(body.return_text, false);
+    assert.equal(body.truncate, true);
+    assert.equal(req.headers["content-type"], "application/json");
+    state.requests.push(body.texts.length);
+    const next = state.script.shift();
+    if (next === "hang") return; // never answers
+    const answer = () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(typeof next === "function" ? next(body) : teiAnswer(body)));
+    if (next && typeof next === "object" && "delayMs" in next) return void setTimeout(answer, next.delayMs).unref();
+    if (next && typeof next === "object") return res.writeHead(next.status, next.headers ?? {}).end(next.body ?? "");
+    answer();
   });
 }
 

@@ -4,13 +4,11 @@
  * `[{"index": i, "score": s}, ...]` sorted by score, so scores are mapped back by index.
  * Query and texts never appear in errors or logs: they are user data.
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { logger } from "../../common/logger.js";
-import { backoffMs, type RetryPolicy } from "../../embed/http.js";
+import { parseServiceUrl, TeiEndpoint, TeiServiceError, validateRetryPolicy, type RetryPolicy } from "../../common/tei-client.js";
 import type { RerankCandidate, Reranker } from "./types.js";
 
-export type { RetryPolicy } from "../../embed/http.js";
+export type { RetryPolicy } from "../../common/tei-client.js";
 
 const log = logger.child({ component: "rerank-http" });
 
@@ -41,66 +39,34 @@ export interface HttpRerankerOptions {
 }
 
 /** The rerank service failed or answered something unusable. `status` is null for network errors and timeouts. */
-export class RerankServiceError extends ReposearchError {
-  readonly status: number | null;
-  readonly attempts: number;
-  constructor(message: string, opts: { status: number | null; attempts: number; cause?: unknown }) {
-    super(ErrorCode.ExternalService, message, { cause: opts.cause });
-    this.status = opts.status;
-    this.attempts = opts.attempts;
-  }
-}
-
-type Attempt =
-  | { readonly ok: true; readonly json: unknown }
-  | {
-      readonly ok: false;
-      readonly message: string;
-      readonly status: number | null;
-      readonly retryable: boolean;
-      readonly retryAfter: string | null;
-      readonly cause: unknown;
-    };
-
-function validateRetryPolicy(p: RetryPolicy): void {
-  if (!Number.isInteger(p.maxAttempts) || p.maxAttempts < 1) throw new RangeError(`retry.maxAttempts must be an integer >= 1, got ${p.maxAttempts}`);
-  if (!(p.initialBackoffMs >= 0)) throw new RangeError(`retry.initialBackoffMs must be >= 0, got ${p.initialBackoffMs}`);
-  if (!(p.maxBackoffMs >= p.initialBackoffMs)) throw new RangeError(`retry.maxBackoffMs must be >= initialBackoffMs, got ${p.maxBackoffMs}`);
-  const bad = p.retryOn.filter((s) => !(s === 429 || (Number.isInteger(s) && s >= 500 && s <= 599)));
-  if (bad.length > 0) throw new RangeError(`retry.retryOn may hold only 429 and 5xx statuses, got ${bad.join(", ")}`);
-}
+export class RerankServiceError extends TeiServiceError {}
 
 export class HttpReranker implements Reranker {
   readonly id: string;
   readonly batchSize: number;
-  private readonly endpoint: URL;
-  private readonly timeoutMs: number;
-  private readonly retry: RetryPolicy;
-  /** host + path, for ids, logs and errors. */
-  private readonly where: string;
+  private readonly endpoint: TeiEndpoint;
 
   /** Validates everything up front and makes no request: the service may come up after the search core. */
   constructor(opts: HttpRerankerOptions) {
-    let base: URL;
-    try {
-      base = new URL(opts.url);
-    } catch {
-      throw new RangeError(`url must be an absolute http(s) URL, got ${JSON.stringify(opts.url)}`);
-    }
-    if (base.protocol !== "http:" && base.protocol !== "https:") throw new RangeError(`url must be http(s), got ${base.protocol}`);
+    const base = parseServiceUrl(opts.url);
     if (base.search !== "" || base.hash !== "") throw new RangeError("url must not carry a query string or fragment");
-    if (!base.pathname.endsWith("/")) base.pathname += "/";
     if (!Number.isInteger(opts.timeoutMs) || opts.timeoutMs < 1) throw new RangeError(`timeoutMs must be a positive integer, got ${opts.timeoutMs}`);
     const batchSize = opts.batchSize ?? DEFAULT_BATCH_SIZE;
     if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, got ${batchSize}`);
-    this.retry = opts.retry ?? DEFAULT_RERANK_RETRY_POLICY;
-    validateRetryPolicy(this.retry);
+    const retry = opts.retry ?? DEFAULT_RERANK_RETRY_POLICY;
+    validateRetryPolicy(retry, { onlyRetryableStatuses: true });
 
-    this.endpoint = new URL("rerank", base);
-    this.timeoutMs = opts.timeoutMs;
+    this.endpoint = new TeiEndpoint({
+      base,
+      route: "rerank",
+      timeoutMs: opts.timeoutMs,
+      retry,
+      names: { service: "rerank service", request: "rerank request" },
+      errorClass: RerankServiceError,
+      log,
+    });
     this.batchSize = batchSize;
-    this.where = `${base.host}${base.pathname.replace(/\/+$/, "")}`;
-    this.id = `http:${this.where}`;
+    this.id = `http:${this.endpoint.where}`;
   }
 
   async score(query: string, candidates: readonly RerankCandidate[], opts: { readonly signal: AbortSignal }): Promise<number[]> {
@@ -132,74 +98,12 @@ export class HttpReranker implements Reranker {
 
   private async scoreBatch(query: string, texts: readonly string[], signal: AbortSignal): Promise<number[]> {
     const body = JSON.stringify({ query, texts, raw_scores: false, return_text: false, truncate: true });
-    for (let attempt = 1; ; attempt++) {
-      const outcome = await this.attempt(body, signal);
-      if (outcome.ok) return this.parse(outcome.json, texts.length, attempt);
-      // The caller gave up: no retry, and its reason is the honest answer.
-      signal.throwIfAborted();
-      if (!outcome.retryable || attempt >= this.retry.maxAttempts) {
-        throw new RerankServiceError(`rerank service ${this.where}: ${outcome.message} (attempt ${attempt} of ${this.retry.maxAttempts})`, {
-          status: outcome.status,
-          attempts: attempt,
-          cause: outcome.cause,
-        });
-      }
-      const delayMs = backoffMs(this.retry, attempt, outcome.retryAfter);
-      log.warn("rerank request failed; retrying", { service: this.where, failure: outcome.message, attempt, delayMs: Math.round(delayMs) });
-      try {
-        await sleep(delayMs, undefined, { signal });
-      } catch {
-        signal.throwIfAborted();
-      }
-    }
-  }
-
-  /** One request. Never throws: the caller decides on retries from the outcome. */
-  private async attempt(body: string, signal: AbortSignal): Promise<Attempt> {
-    const failed = (message: string, status: number | null, retryable: boolean, cause?: unknown, retryAfter: string | null = null): Attempt => ({
-      ok: false,
-      message,
-      status,
-      retryable,
-      cause,
-      retryAfter,
-    });
-    const timeout = AbortSignal.timeout(this.timeoutMs);
-    const network = (err: unknown): Attempt => {
-      if (timeout.aborted && !signal.aborted) return failed(`no response within ${this.timeoutMs} ms`, null, true, err);
-      const e = err as Error & { cause?: { code?: string } };
-      return failed(`request failed (${e.cause?.code ?? e.message})`, null, true, err);
-    };
-    let res: Response;
-    try {
-      res = await fetch(this.endpoint, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
-        body,
-        signal: AbortSignal.any([signal, timeout]),
-      });
-    } catch (err) {
-      return network(err);
-    }
-    if (!res.ok) {
-      // Only TEI's error_type (e.g. "Overloaded", "Validation") is kept: its message may quote the input.
-      const errorType = await res
-        .json()
-        .then((j: unknown) => (j as { error_type?: unknown } | null)?.error_type)
-        .catch(() => undefined);
-      const kind = typeof errorType === "string" ? ` ${errorType}` : "";
-      return failed(`HTTP ${res.status}${kind}`, res.status, this.retry.retryOn.includes(res.status), undefined, res.headers.get("retry-after"));
-    }
-    try {
-      return { ok: true, json: await res.json() };
-    } catch (err) {
-      return err instanceof SyntaxError ? failed("response is not JSON", res.status, false, err) : network(err);
-    }
+    return this.endpoint.post(body, (json, attempts) => this.parse(json, texts.length, attempts), signal);
   }
 
   /** TEI's answer → scores in input order; anything but a permutation of the indexes with finite scores is rejected. */
   private parse(json: unknown, expected: number, attempts: number): number[] {
-    const bad = (why: string) => new RerankServiceError(`rerank service ${this.where}: malformed response (${why})`, { status: 200, attempts });
+    const bad = (why: string) => this.endpoint.malformed(why, attempts);
     if (!Array.isArray(json)) throw bad(`expected an array of ${expected} {index, score} objects, got ${json === null ? "null" : typeof json}`);
     if (json.length !== expected) throw bad(`expected ${expected} entries, got ${json.length}`);
     const scores = new Array<number>(expected);

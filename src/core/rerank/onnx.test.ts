@@ -6,62 +6,19 @@
  * copied into each temp model directory, as the embedder's test does.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { Tokenizer } from "@huggingface/tokenizers";
 import { ConfigError, ReposearchError } from "../../common/errors.js";
+import { attrInt, bytes, modelProto, msg, node, referenceTokenizer, TempModelDirs, tensor, TYPE_FLOAT, TYPE_INT64, valueInfo, VOCAB } from "../../common/onnx-testkit.js";
 import { createReranker } from "./factory.js";
 import { OnnxCrossEncoder } from "./onnx.js";
 import { runRerankStage, type RerankCandidate } from "./types.js";
 
-const TOKENIZER_DIR = "/work/shared/models/tokenizers-only/all-MiniLM-L6-v2";
-const VOCAB = 30522;
 const CLS = 101;
 const SEP = 102;
 const RUST = 18399;
 const COMPILER = 21624;
-
-// ---- a minimal protobuf writer: just the wire types ONNX needs ----
-type Field = Uint8Array;
-function varint(n: number | bigint): number[] {
-  let v = BigInt.asUintN(64, BigInt(n));
-  const out: number[] = [];
-  do {
-    let byte = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v > 0n) byte |= 0x80;
-    out.push(byte);
-  } while (v > 0n);
-  return out;
-}
-const key = (field: number, wire: number) => varint((field << 3) | wire);
-const int = (field: number, n: number | bigint): Field => Uint8Array.from([...key(field, 0), ...varint(n)]);
-function bytes(field: number, data: Uint8Array | string | Field[]): Field {
-  const body = typeof data === "string" ? new TextEncoder().encode(data) : Array.isArray(data) ? Buffer.concat(data) : data;
-  return Buffer.concat([Uint8Array.from([...key(field, 2), ...varint(body.length)]), body]);
-}
-const msg = (...fields: Field[]): Field[] => fields;
-
-// ---- ONNX messages (onnx.proto field numbers) ----
-const TYPE_FLOAT = 1;
-const TYPE_INT64 = 7;
-/** ValueInfoProto { name=1, type=2: TypeProto { tensor_type=1: { elem_type=1, shape=2: { dim=1: {dim_value=1 | dim_param=2} } } } } */
-function valueInfo(name: string, elemType: number, shape: (number | string)[]): Field[] {
-  const dims = shape.map((d) => bytes(1, typeof d === "number" ? [int(1, d)] : [bytes(2, d)]));
-  return msg(bytes(1, name), bytes(2, [bytes(1, [int(1, elemType), bytes(2, dims)])]));
-}
-/** NodeProto { input=1, output=2, name=3, op_type=4, attribute=5 } */
-function node(op: string, inputs: string[], outputs: string[], attrs: Field[][] = []): Field[] {
-  return msg(...inputs.map((i) => bytes(1, i)), ...outputs.map((o) => bytes(2, o)), bytes(3, `${op}_${outputs[0]}`), bytes(4, op), ...attrs.map((a) => bytes(5, a)));
-}
-/** AttributeProto { name=1, i=3, type=20 (INT=2) } */
-const attrInt = (name: string, v: number) => msg(bytes(1, name), int(3, v), int(20, 2));
-/** TensorProto { dims=1, data_type=2, name=8, raw_data=9 } */
-function tensor(name: string, type: number, dims: number[], data: Float32Array | BigInt64Array): Field[] {
-  return msg(...dims.map((d) => int(1, d)), int(2, type), bytes(8, name), bytes(9, new Uint8Array(data.buffer, data.byteOffset, data.byteLength)));
-}
 
 const W = (() => {
   const w = new Float32Array(VOCAB);
@@ -109,29 +66,21 @@ function encodeModel(opts: ModelOptions = {}): Uint8Array {
     bytes(12, valueInfo(output, TYPE_FLOAT, ["batch", labels])),
     ...(opts.extraOutput ? [bytes(12, valueInfo("x", TYPE_FLOAT, ["batch", "seq"]))] : []),
   );
-  // ModelProto { ir_version=1, producer_name=2, graph=7, opset_import=8: { domain=1, version=2 } }
-  return Buffer.concat(msg(int(1, 8), bytes(2, "reposearch-test"), bytes(7, graph), bytes(8, [bytes(1, ""), int(2, 13)])));
+  return modelProto(graph);
 }
 
-const root = mkdtempSync(path.join(tmpdir(), "reposearch-rerank-onnx-"));
-after(() => rmSync(root, { recursive: true, force: true }));
+const dirs = new TempModelDirs("reposearch-rerank-onnx-");
+after(() => dirs.remove());
 
-let dirCount = 0;
 /** Writes a model directory: the model and the real tokenizer files. */
 function modelDir(opts: ModelOptions & { name?: string; config?: Record<string, unknown> } = {}): string {
-  const dir = path.join(root, opts.name ?? `model-${++dirCount}`);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, "model.onnx"), encodeModel(opts));
-  for (const f of ["tokenizer.json", "tokenizer_config.json"]) copyFileSync(path.join(TOKENIZER_DIR, f), path.join(dir, f));
+  const dir = dirs.create(encodeModel(opts), opts);
   if (opts.config) writeFileSync(path.join(dir, "config.json"), JSON.stringify(opts.config));
   return dir;
 }
 
 /** The same tokenizer, used independently of the code under test to compute expectations. */
-const reference = new Tokenizer(
-  JSON.parse(readFileSync(path.join(TOKENIZER_DIR, "tokenizer.json"), "utf8")) as object,
-  JSON.parse(readFileSync(path.join(TOKENIZER_DIR, "tokenizer_config.json"), "utf8")) as object,
-);
+const reference = referenceTokenizer();
 const bare = (text: string): number[] => reference.encode(text, { add_special_tokens: false }).ids;
 const favoured = (ids: number[]) => ids.filter((t) => t === RUST || t === COMPILER).length;
 
@@ -262,7 +211,7 @@ describe("OnnxCrossEncoder", () => {
     const rejects = (opts: Parameters<typeof OnnxCrossEncoder.load>[0], pattern: RegExp) =>
       assert.rejects(OnnxCrossEncoder.load(opts), (err: unknown) => err instanceof ReposearchError && pattern.test(err.message));
 
-    await rejects({ modelDir: path.join(root, "nope") }, /onnx reranker .*nope: directory does not exist/);
+    await rejects({ modelDir: path.join(dirs.root, "nope") }, /onnx reranker .*nope: directory does not exist/);
     const noModel = modelDir();
     rmSync(path.join(noModel, "model.onnx"));
     await rejects({ modelDir: noModel }, /missing model\.onnx/);

@@ -13,12 +13,20 @@
  * Both order candidates exactly as sigmoid / softmax would, without the saturation that makes clearly
  * relevant candidates tie at 1.0.
  */
-import { existsSync, statSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { Tokenizer } from "@huggingface/tokenizers";
-import * as ort from "onnxruntime-node";
+import type { Tokenizer } from "@huggingface/tokenizers";
+import type * as ort from "onnxruntime-node";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
+import {
+  batchFeeds,
+  intraOpThreadsOf,
+  modelTokenLimit,
+  OnnxModelDir,
+  padIdOf,
+  runFloatOutput,
+  type Encoded,
+  type ModelInput,
+} from "../../common/onnx-model.js";
 import type { RerankCandidate, Reranker } from "./types.js";
 
 export interface OnnxCrossEncoderOptions {
@@ -36,8 +44,6 @@ export type LogitMode = "logit" | "logit-difference";
 
 const DEFAULT_MAX_TOKENS = 512;
 const DEFAULT_BATCH_SIZE = 16;
-const FEEDABLE_INPUTS = ["input_ids", "attention_mask", "token_type_ids", "position_ids"] as const;
-type FeedableInput = (typeof FEEDABLE_INPUTS)[number];
 const LOGITS_OUTPUT = "logits";
 /**
  * Passages are cut to this many characters per token of budget before tokenising (at a whitespace), so a
@@ -58,26 +64,6 @@ interface PairTemplate {
   readonly passageType: number;
 }
 
-interface Encoded {
-  readonly ids: number[];
-  readonly typeIds: number[];
-}
-
-function loadError(modelDir: string, message: string, cause?: unknown): ReposearchError {
-  return new ReposearchError(ErrorCode.Internal, `onnx reranker ${modelDir}: ${message}`, { cause });
-}
-
-async function readJson(modelDir: string, file: string): Promise<Record<string, unknown>> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(await readFile(file, "utf8")) as unknown;
-  } catch (err) {
-    throw loadError(modelDir, `cannot read ${path.relative(modelDir, file)}: ${(err as Error).message}`, err);
-  }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw loadError(modelDir, `${path.relative(modelDir, file)} is not a JSON object`);
-  return parsed as Record<string, unknown>;
-}
-
 function positiveInt(name: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
   return value;
@@ -96,7 +82,7 @@ export class OnnxCrossEncoder implements Reranker {
     private readonly tokenizer: Tokenizer,
     private readonly template: PairTemplate,
     private readonly padId: number,
-    private readonly inputs: readonly { readonly name: FeedableInput; readonly type: "int64" | "int32" }[],
+    private readonly inputs: readonly ModelInput[],
     private readonly output: string,
     init: { id: string; maxTokens: number; batchSize: number },
   ) {
@@ -113,65 +99,34 @@ export class OnnxCrossEncoder implements Reranker {
   static async load(opts: OnnxCrossEncoderOptions): Promise<OnnxCrossEncoder> {
     const requestedMax = positiveInt("maxTokens", opts.maxTokens ?? DEFAULT_MAX_TOKENS, 4);
     const batchSize = positiveInt("batchSize", opts.batchSize ?? DEFAULT_BATCH_SIZE, 1);
-    const intraOpThreads = opts.intraOpThreads ?? 0;
-    if (!Number.isInteger(intraOpThreads) || intraOpThreads < 0) throw new RangeError(`intraOpThreads must be an integer >= 0, got ${intraOpThreads}`);
+    const intraOpThreads = intraOpThreadsOf(opts.intraOpThreads);
 
-    const dir = path.resolve(opts.modelDir);
-    if (!existsSync(dir)) throw loadError(dir, "directory does not exist");
-    if (!statSync(dir).isDirectory()) throw loadError(dir, "is not a directory");
-    const modelFile = ["model.onnx", path.join("onnx", "model.onnx")].map((p) => path.join(dir, p)).find((p) => existsSync(p));
-    if (!modelFile) throw loadError(dir, "missing model.onnx (looked for model.onnx and onnx/model.onnx)");
-    const tokenizerFile = path.join(dir, "tokenizer.json");
-    if (!existsSync(tokenizerFile)) throw loadError(dir, "missing tokenizer.json");
-    const optionalJson = async (name: string) => (existsSync(path.join(dir, name)) ? readJson(dir, path.join(dir, name)) : {});
-    const tokenizerConfig = await optionalJson("tokenizer_config.json");
-    const modelConfig = await optionalJson("config.json");
-    const tokenizerJson = await readJson(dir, tokenizerFile);
-
-    let tokenizer: Tokenizer;
+    const model = OnnxModelDir.locate("onnx reranker", opts.modelDir);
+    const tokenizer = await model.loadTokenizer();
+    const modelConfig = await model.readJsonObject("config.json", { optional: true });
     let template: PairTemplate;
     try {
-      tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
-      template = pairTemplate(tokenizer);
+      template = pairTemplate(tokenizer.tokenizer);
     } catch (err) {
-      throw loadError(dir, `cannot build the tokenizer: ${(err as Error).message}`, err);
+      throw model.error(`cannot build the tokenizer: ${(err as Error).message}`, err);
     }
     const specials = template.prefix.length + template.middle.length + template.suffix.length;
-    const maxTokens = Math.min(requestedMax, modelTokenLimit(tokenizerConfig, modelConfig));
-    if (maxTokens < specials + 2) throw loadError(dir, `maxTokens ${maxTokens} leaves no room for text besides the ${specials} special tokens of a pair`);
+    const maxTokens = Math.min(requestedMax, modelTokenLimit(tokenizer.config, modelConfig));
+    if (maxTokens < specials + 2) throw model.error(`maxTokens ${maxTokens} leaves no room for text besides the ${specials} special tokens of a pair`);
 
-    let session: ort.InferenceSession;
+    const session = await model.openSession(intraOpThreads);
     try {
-      session = await ort.InferenceSession.create(modelFile, {
-        executionProviders: ["cpu"],
-        graphOptimizationLevel: "all",
-        intraOpNumThreads: intraOpThreads,
-        logSeverityLevel: 3,
-      });
-    } catch (err) {
-      throw loadError(dir, `onnxruntime cannot load ${path.relative(dir, modelFile)}: ${(err as Error).message}`, err);
-    }
-    try {
-      const inputs = session.inputMetadata.map((m) => {
-        if (!(FEEDABLE_INPUTS as readonly string[]).includes(m.name)) {
-          throw loadError(dir, `model input "${m.name}" cannot be fed (this reranker feeds ${FEEDABLE_INPUTS.join(", ")})`);
-        }
-        const type = m.isTensor ? m.type : "non-tensor";
-        if (type !== "int64" && type !== "int32") throw loadError(dir, `model input "${m.name}" has type ${type}; expected int64 or int32`);
-        return { name: m.name as FeedableInput, type: type as "int64" | "int32" };
-      });
-      if (!inputs.some((i) => i.name === "input_ids")) throw loadError(dir, `model declares no input_ids input (inputs: ${session.inputNames.join(", ")})`);
+      const inputs = model.feedableInputs(session, "reranker");
       // Exports name it `logits`; a graph with a single, differently named output is unambiguous too.
       const output = session.outputNames.includes(LOGITS_OUTPUT) ? LOGITS_OUTPUT : session.outputNames.length === 1 ? session.outputNames[0]! : null;
-      if (output === null) throw loadError(dir, `model has no ${LOGITS_OUTPUT} output (outputs: ${session.outputNames.join(", ")})`);
+      if (output === null) throw model.error(`model has no ${LOGITS_OUTPUT} output (outputs: ${session.outputNames.join(", ")})`);
 
-      const padId = padIdOf(tokenizer, tokenizerJson, tokenizerConfig);
-      const reranker = new OnnxCrossEncoder(session, tokenizer, template, padId, inputs, output, { id: `onnx:${path.basename(dir)}`, maxTokens, batchSize });
+      const reranker = new OnnxCrossEncoder(session, tokenizer.tokenizer, template, padIdOf(tokenizer), inputs, output, { id: `onnx:${path.basename(model.dir)}`, maxTokens, batchSize });
       let logits: Float32Array;
       try {
         [logits] = (await reranker.run([reranker.encodePair(reranker.tokenizeQuery("probe query"), "probe passage")])) as [Float32Array];
       } catch (err) {
-        throw loadError(dir, `probe inference failed: ${(err as Error).message}`, err);
+        throw model.error(`probe inference failed: ${(err as Error).message}`, err);
       }
       if (logits.length === 2) reranker.mode = "logit-difference";
       return reranker;
@@ -259,52 +214,15 @@ export class OnnxCrossEncoder implements Reranker {
   /** One onnxruntime run over a batch; returns each row's logits. */
   private async run(batch: readonly Encoded[]): Promise<Float32Array[]> {
     const b = batch.length;
-    const seq = Math.max(...batch.map((e) => e.ids.length));
-    // One [batch, seq] integer tensor; positions past a pair's length get `pad`.
-    const fill = (value: (e: Encoded, t: number) => number, pad: number, type: "int64" | "int32") => {
-      const data = type === "int64" ? new BigInt64Array(b * seq) : new Int32Array(b * seq);
-      for (let r = 0; r < b; r++) {
-        const e = batch[r]!;
-        for (let t = 0; t < seq; t++) {
-          const v = t < e.ids.length ? value(e, t) : pad;
-          if (type === "int64") (data as BigInt64Array)[r * seq + t] = BigInt(v);
-          else (data as Int32Array)[r * seq + t] = v;
-        }
-      }
-      return new ort.Tensor(type, data, [b, seq]);
-    };
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const input of this.inputs) {
-      switch (input.name) {
-        case "input_ids":
-          feeds[input.name] = fill((e, t) => e.ids[t]!, this.padId, input.type);
-          break;
-        case "attention_mask":
-          feeds[input.name] = fill(() => 1, 0, input.type);
-          break;
-        case "token_type_ids":
-          feeds[input.name] = fill((e, t) => e.typeIds[t]!, 0, input.type);
-          break;
-        case "position_ids":
-          feeds[input.name] = fill((_e, t) => t, 0, input.type);
-          break;
-      }
-    }
-    const result = await this.session.run(feeds, [this.output]);
-    const tensor = result[this.output]!;
-    try {
-      if (tensor.type !== "float32") throw new ReposearchError(ErrorCode.Internal, `onnx reranker output ${this.output} is ${tensor.type}; expected float32`);
-      const data = tensor.data as Float32Array;
-      const dims = tensor.dims;
+    const { feeds } = batchFeeds(batch, this.inputs, this.padId);
+    return runFloatOutput(this.session, feeds, this.output, "onnx reranker", (data, dims) => {
       // [batch] is a [batch, 1] whose last axis was squeezed by the export.
       const labels = dims.length === 1 ? 1 : dims.length === 2 ? dims[1]! : -1;
       if (dims[0] !== b || (labels !== 1 && labels !== 2)) {
         throw new ReposearchError(ErrorCode.Internal, `onnx reranker output ${this.output} has shape [${dims.join(", ")}]; expected [${b}, 1] or [${b}, 2]`);
       }
       return batch.map((_, r) => data.slice(r * labels, (r + 1) * labels));
-    } finally {
-      tensor.dispose();
-    }
+    });
   }
 }
 
@@ -338,25 +256,4 @@ function pairTemplate(tokenizer: Tokenizer): PairTemplate {
     queryType: types[at]!,
     passageType: types[bt]!,
   };
-}
-
-/** The longest input the model accepts, from whichever of its configs say so. */
-function modelTokenLimit(tokenizerConfig: Record<string, unknown>, modelConfig: Record<string, unknown>): number {
-  let limit = Infinity;
-  if (typeof tokenizerConfig.model_max_length === "number" && tokenizerConfig.model_max_length > 0) limit = tokenizerConfig.model_max_length;
-  const positions = modelConfig.max_position_embeddings;
-  if (typeof positions === "number" && positions > 0) {
-    // RoBERTa-family models number positions from padding_idx + 1, so two of their slots are unusable.
-    const offset = typeof modelConfig.model_type === "string" && /roberta|camembert/.test(modelConfig.model_type) ? 2 : 0;
-    limit = Math.min(limit, positions - offset);
-  }
-  return limit;
-}
-
-function padIdOf(tokenizer: Tokenizer, json: Record<string, unknown>, config: Record<string, unknown>): number {
-  const padding = json.padding as { pad_id?: unknown } | null | undefined;
-  if (typeof padding?.pad_id === "number") return padding.pad_id;
-  const padToken = typeof config.pad_token === "string" ? config.pad_token : null;
-  // Padded positions are masked out, so any id works when the tokenizer names no pad token.
-  return (padToken !== null ? tokenizer.token_to_id(padToken) : undefined) ?? 0;
 }
