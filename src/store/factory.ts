@@ -2,7 +2,6 @@
  * Chooses the vector store: the embedded store (default) or QdrantStore (a real Qdrant, or another
  * machine's `reposearch store serve`), as configured by VECTOR_STORE and QDRANT_* (src/config/config.ts).
  */
-import { ConfigError } from "../common/errors.js";
 import type { Logger } from "../common/logger.js";
 import { loadConfig, type Config, type QdrantSettings, type VectorStoreKind } from "../config/config.js";
 import { embeddedStoreFromConfig } from "./embedded/store.js";
