@@ -27,6 +27,7 @@ async function devKey(accounts: AccountStore): Promise<string> {
 }
 import { adminCommands } from "./admin-commands.js";
 import { storeCommands } from "./store-commands.js";
+import { trainCommands } from "./train-commands.js";
 import { openStore } from "../store/factory.js";
 
 function positiveInt(flag: string, v: string | boolean | undefined): number | undefined {
@@ -216,4 +217,5 @@ export const commands: Record<string, Command> = {
   },
   ...adminCommands,
   ...storeCommands,
+  ...trainCommands,
 };

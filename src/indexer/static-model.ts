@@ -24,7 +24,7 @@ export async function activeStaticModel(dataDir: string): Promise<string | null>
   return existsSync(path.join(dir, "model.json")) ? dir : null;
 }
 
-async function setActive(dataDir: string, modelId: string): Promise<void> {
+export async function setActive(dataDir: string, modelId: string): Promise<void> {
   const root = staticModelsRoot(dataDir);
   const tmp = path.join(root, `ACTIVE.tmp-${process.pid}`);
   await writeFile(tmp, JSON.stringify({ modelId }) + "\n");

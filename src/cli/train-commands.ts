@@ -1,0 +1,181 @@
+/**
+ * `reposearch train`: contrastive fine-tuning of the static embedding on weak pairs from the dataset
+ * (src/embed/train.ts; method and measurements in docs/embeddings.md). The trained model is a new model
+ * directory under DATA_DIR/models/static/<id>; `--activate` points ACTIVE at it, so the next
+ * `reposearch index` embeds with it (and re-embeds every repository, since the embedder id changes).
+ */
+import { existsSync } from "node:fs";
+import { mkdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { ErrorCode, ReposearchError } from "../common/errors.js";
+import { logger } from "../common/logger.js";
+import type { Config } from "../config/config.js";
+import { openSource, readDataset } from "../dataset/reader.js";
+import { isNewer } from "../dataset/normalize.js";
+import type { RepoRecord } from "../dataset/record.js";
+import { writeStaticModel } from "../embed/distill.js";
+import {
+  buildPairSet,
+  DEFAULT_TRAIN_CONFIG,
+  PAIR_KINDS,
+  pairFingerprint,
+  pairTexts,
+  readStaticModel,
+  trainedModelId,
+  trainStaticModel,
+  vocabIndex,
+  type PairKind,
+  type TrainConfig,
+} from "../embed/train.js";
+import { embeddingText } from "../indexer/doc-text.js";
+import { Progress } from "../indexer/progress.js";
+import { activeStaticModel, ensureStaticModel, setActive, staticModelsRoot } from "../indexer/static-model.js";
+import type { Command, CommandContext } from "./main.js";
+
+const USAGE =
+  "reposearch train [--data-dir DIR] [--dataset PATH_OR_URL] [--epochs N] [--activate] [--init MODEL_ID] " +
+  "[--pairs name,readme,doc] [--temperature T] [--lr LR] [--batch-size N] [--l2-to-init L] [--seed N]";
+
+function num(values: CommandContext["values"], flag: string, fallback: number, ok: (n: number) => boolean): number {
+  const v = values[flag];
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (typeof v !== "string" || v.trim() === "" || !Number.isFinite(n) || !ok(n)) {
+    throw new ReposearchError(ErrorCode.ValidationError, `--${flag}: invalid value ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
+function trainConfig(values: CommandContext["values"]): TrainConfig {
+  const d = DEFAULT_TRAIN_CONFIG;
+  let pairs = d.pairs;
+  if (typeof values.pairs === "string") {
+    const kinds = values.pairs.split(",").map((s) => s.trim()).filter(Boolean);
+    const bad = kinds.filter((k) => !PAIR_KINDS.includes(k as PairKind));
+    if (kinds.length === 0 || bad.length) throw new ReposearchError(ErrorCode.ValidationError, `--pairs: expected a comma list of ${PAIR_KINDS.join(", ")} (got ${JSON.stringify(values.pairs)})`);
+    // Canonical order, so the same set of kinds always gives the same model id.
+    pairs = PAIR_KINDS.filter((k) => kinds.includes(k));
+  }
+  return {
+    ...d,
+    pairs,
+    epochs: num(values, "epochs", d.epochs, (n) => Number.isInteger(n) && n >= 1 && n <= 100),
+    temperature: num(values, "temperature", d.temperature, (n) => n > 0 && n <= 10),
+    lr: num(values, "lr", d.lr, (n) => n > 0 && n < 1),
+    batchSize: num(values, "batch-size", d.batchSize, (n) => Number.isInteger(n) && n >= 2 && n <= 4096),
+    l2ToInit: num(values, "l2-to-init", d.l2ToInit, (n) => n >= 0),
+    seed: num(values, "seed", d.seed, (n) => Number.isInteger(n) && n >= 0),
+  };
+}
+
+/** The dataset's records, validated and deduplicated as the indexer does (newest snapshot wins). */
+async function readRecords(dataset: string): Promise<RepoRecord[]> {
+  const byKey = new Map<string, RepoRecord>();
+  for await (const it of readDataset(await openSource(dataset))) {
+    if (it.kind !== "record") continue;
+    const prev = byKey.get(it.record.key);
+    if (!prev || isNewer(it.record, prev)) byKey.set(it.record.key, it.record);
+  }
+  return [...byKey.values()];
+}
+
+/**
+ * The model to start from: --init, else the active model's own init when the active model was itself
+ * trained (so re-running `train` restarts from the distilled model and reproduces the same id), else the
+ * active model; with no model at all, one is distilled first, exactly as `reposearch index` would.
+ */
+async function initModelDir(config: Config, values: CommandContext["values"], records: readonly RepoRecord[], progress: Progress): Promise<string> {
+  const root = staticModelsRoot(config.dataDir);
+  if (typeof values.init === "string") {
+    const id = values.init.trim();
+    const dir = path.join(root, id);
+    if (!id || id !== path.basename(id) || !existsSync(path.join(dir, "model.json"))) throw new ReposearchError(ErrorCode.ValidationError, `--init: no static model ${JSON.stringify(id)} under ${root}`);
+    return dir;
+  }
+  const active = await activeStaticModel(config.dataDir);
+  if (active) {
+    const meta = JSON.parse(await readFile(path.join(active, "model.json"), "utf8")) as { trainedFrom?: string };
+    if (meta.trainedFrom && existsSync(path.join(root, meta.trainedFrom, "model.json"))) return path.join(root, meta.trainedFrom);
+    return active;
+  }
+  const ek = config.embedder;
+  return ensureStaticModel({
+    dataDir: config.dataDir,
+    texts: records.map((r) => embeddingText(r)),
+    vocabSize: ek.staticVocabSize,
+    dims: ek.staticDims,
+    workers: ek.workers,
+    retrain: false,
+    logger: logger.child({ component: "train" }),
+    progress,
+  });
+}
+
+async function run({ config, values }: CommandContext): Promise<number> {
+  if (!config.dataset) throw new ReposearchError(ErrorCode.ValidationError, "no dataset: pass --dataset PATH_OR_URL or set DATASET");
+  const cfg = trainConfig(values);
+  const log = logger.child({ component: "train" });
+  const progress = new Progress({ logger: log, stream: process.stderr, intervalMs: config.indexer.progressIntervalMs });
+  const t0 = performance.now();
+  const records = await readRecords(config.dataset);
+  const initDir = await initModelDir(config, values, records, progress);
+  const init = await readStaticModel(initDir);
+  const pairs = buildPairSet(pairTexts(records, cfg.pairs, cfg.readmeChars), vocabIndex(init.vocab));
+  const modelId = trainedModelId(init.meta.modelId, cfg, pairFingerprint(pairs));
+  const root = staticModelsRoot(config.dataDir);
+  let dir = path.join(root, modelId);
+  log.info("training data", { records: records.length, pairs: pairs.perKind, init: init.meta.modelId, modelId, seconds: +((performance.now() - t0) / 1000).toFixed(1) });
+
+  const lines = [`init           static:${init.meta.modelId} (${initDir})`, `pairs          ${Object.entries(pairs.perKind).filter(([k]) => cfg.pairs.includes(k as PairKind)).map(([k, n]) => `${k} ${n}`).join(", ")}`];
+  if (existsSync(path.join(dir, "model.json"))) {
+    lines.push(`model          static:${modelId} (already trained with this configuration and data: ${dir})`);
+  } else {
+    const res = trainStaticModel(init, pairs, cfg, {
+      onStep: (epoch, step, steps) => {
+        if (step === 1) progress.start(`train:epoch ${epoch}/${cfg.epochs}`, steps);
+        progress.update(step, steps);
+      },
+      onEpoch: (s) => {
+        progress.finish();
+        log.info("epoch", { epoch: s.epoch, loss: +s.loss.toFixed(4), heldOutLoss: s.heldOutLoss === null ? null : +s.heldOutLoss.toFixed(4), seconds: +s.seconds.toFixed(1) });
+      },
+    });
+    await mkdir(root, { recursive: true });
+    dir = await writeStaticModel(root, res.model);
+    lines.push(
+      `config         ${JSON.stringify(cfg)}`,
+      `held-out loss  ${res.initialHeldOutLoss?.toFixed(4) ?? "–"} before, ${res.history.map((h) => h.heldOutLoss?.toFixed(4) ?? "–").join(" → ")} after each epoch`,
+      `train loss     ${res.history.map((h) => h.loss.toFixed(4)).join(" → ")}`,
+      `model          static:${modelId} (${dir})`,
+      `time           training ${res.seconds.toFixed(1)}s, total ${((performance.now() - t0) / 1000).toFixed(1)}s`,
+    );
+  }
+  if (values.activate) {
+    await setActive(config.dataDir, modelId);
+    lines.push(`active         yes: the next \`reposearch index --data-dir ${config.dataDir}\` re-embeds every repository with it`);
+  } else {
+    lines.push(`active         no (rerun with --activate, or compare first: node dist/bench/eval-embedders.js --data-dir ${config.dataDir})`);
+  }
+  console.log(lines.join("\n"));
+  return 0;
+}
+
+export const trainCommands: Record<string, Command> = {
+  train: {
+    summary: "fine-tune the static embedding on weak pairs from the dataset (contrastive); --activate to index with it",
+    usage: USAGE,
+    options: {
+      dataset: { type: "string" },
+      epochs: { type: "string" },
+      activate: { type: "boolean" },
+      init: { type: "string" },
+      pairs: { type: "string" },
+      temperature: { type: "string" },
+      lr: { type: "string" },
+      "batch-size": { type: "string" },
+      "l2-to-init": { type: "string" },
+      seed: { type: "string" },
+    },
+    run,
+  },
+};
