@@ -4,7 +4,7 @@
  * embedded with each model and ranked brute force (exact, 204k × 128 dot products per query):
  *
  *   - "cosine": the pure dense ranking (comparable with plain BM25: no priors);
- *   - "+priors": the 100 best by cosine fused with the engine's default priors (stars, query language),
+ *   - "+priors": the engine's DENSE_CANDIDATES best by cosine fused with its default priors (stars, query language),
  *     i.e. what `npm run eval`'s dense-only row measures, minus HNSW's approximation.
  *
  * `--teacher-slice N` also ranks a slice of N repositories (every judged one plus a seeded random fill, as
