@@ -18,29 +18,10 @@ import {
   vocabIndex,
   type TrainConfig,
 } from "./train.js";
+import { rec } from "../classify/test-records.js";
 
-function record(name: string, description: string | null, extra: Partial<RepoRecord> = {}): RepoRecord {
-  return {
-    key: name.toLowerCase(),
-    name,
-    url: null,
-    description,
-    stars: null,
-    forks: null,
-    language: null,
-    topics: [],
-    pushedAt: null,
-    isArchived: null,
-    homepage: null,
-    license: null,
-    createdAt: null,
-    readme: null,
-    tree: null,
-    llmsTxtPaths: null,
-    lastSeen: null,
-    ...extra,
-  };
-}
+/** Test records (the classifier tests' builder; only the fields training reads matter). */
+const record = (name: string, description: string | null, extra: Partial<RepoRecord> = {}): RepoRecord => rec(name, description, { url: null, ...extra });
 
 /** Six themes; each repository's name and description share its theme's words, so pairs are learnable. */
 const THEMES = [
