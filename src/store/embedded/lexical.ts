@@ -346,11 +346,14 @@ function postingImpacts(p: Parts, params: LexicalParams): Float32Array {
   return impacts;
 }
 
-/** Analysed tokens of one field of a document. */
-function fieldTokens(doc: LexicalDoc, field: number): string[] {
+/**
+ * Analysed tokens of one field of a document (by name or index in LEXICAL_FIELDS). The Qdrant
+ * store's sparse vectors use it too, so both stores see the same terms.
+ */
+export function fieldTokens(doc: LexicalDoc, field: LexicalField | number): string[] {
   const name = typeof doc.name === "string" ? doc.name : "";
   const slash = name.indexOf("/");
-  switch (LEXICAL_FIELDS[field]) {
+  switch (typeof field === "number" ? LEXICAL_FIELDS[field] : field) {
     case "owner":
       return slash < 0 ? [] : analyze(name.slice(0, slash));
     case "repo":

@@ -15,8 +15,8 @@
  */
 import { fnv1a32 } from "../../common/hash.js";
 import type { RepoPayload } from "../../dataset/record.js";
-import { analyze, stripMarkup } from "../embedded/analyzer.js";
-import { DEFAULT_LEXICAL_PARAMS, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../embedded/lexical.js";
+import { analyze } from "../embedded/analyzer.js";
+import { DEFAULT_LEXICAL_PARAMS, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../embedded/lexical.js";
 
 export interface SparseVector {
   /** Unique u32 term ids, ascending. */
@@ -56,27 +56,8 @@ export const SPARSE_LEXICAL_FORMAT = `reposearch-bm25f-fnv1a32/1+analyzer${LEXIC
 const MAX_TF = 255;
 const MAX_LEN = 0xffff;
 
-/** Analysed tokens of one field; mirrors the embedded index (name split into owner and repo). */
-export function fieldTokens(doc: LexicalDoc, field: LexicalField): string[] {
-  const name = typeof doc.name === "string" ? doc.name : "";
-  const slash = name.indexOf("/");
-  switch (field) {
-    case "owner":
-      return slash < 0 ? [] : analyze(name.slice(0, slash));
-    case "repo":
-      return analyze(slash < 0 ? name : name.slice(slash + 1));
-    case "description":
-      return doc.description ? analyze(stripMarkup(doc.description)) : [];
-    case "topics": {
-      const out: string[] = [];
-      // One topic at a time, so joined forms never span two topics.
-      for (const topic of doc.topics ?? []) for (const t of analyze(topic)) out.push(t);
-      return out;
-    }
-    case "readme":
-      return doc.readme ? analyze(stripMarkup(doc.readme)) : [];
-  }
-}
+/** Analysed tokens of one field: the embedded index's own tokenisation (name split into owner and repo). */
+export { fieldTokens };
 
 export const lexicalDocOfPayload = (p: RepoPayload): LexicalDoc => ({ name: p.name, description: p.description, topics: p.topics, readme: p.readme });
 
