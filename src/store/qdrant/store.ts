@@ -12,6 +12,8 @@ import { normalizePointId } from "../embedded/filter-compile.js";
 import type { Filter } from "../filter.js";
 import type { CommitResult, DenseQuery, LexicalQuery, Point, PointId, ScoredPoint, StoreInfo, StoreWriter, VectorStore } from "../types.js";
 import { lexicalDocOfPayload, lexicalDocVector, lexicalQueryVector, SPARSE_LEXICAL_FORMAT } from "./sparse.js";
+import type { FieldIndexType } from "../embedded/filter-field-index.js";
+import { INDEXED_FIELDS } from "../embedded/payload-index.js";
 
 export type QdrantQuantization = "none" | "int8";
 
@@ -47,18 +49,11 @@ export const META_POINT_ID = "00000000-0000-4000-8000-000000000001";
 export const WRITER_HEADER = "x-reposearch-writer";
 export const EMBEDDER_HEADER = "x-reposearch-embedder";
 
-/** Payload fields reposearch filters on, and the Qdrant index each gets (mirrors the embedded INDEXED_FIELDS). */
-export const PAYLOAD_INDEXES: Readonly<Record<string, "keyword" | "integer" | "datetime" | "bool">> = {
-  key: "keyword",
-  name: "keyword",
-  languageLc: "keyword",
-  topics: "keyword",
-  category: "keyword",
-  stars: "integer",
-  forks: "integer",
-  pushedAt: "datetime",
-  isArchived: "bool",
-};
+/**
+ * Payload fields reposearch filters on, and the Qdrant index each gets: the embedded store's
+ * INDEXED_FIELDS (one list, so both stores index the same fields), plus `name` as a keyword.
+ */
+export const PAYLOAD_INDEXES: Readonly<Record<string, FieldIndexType>> = { ...INDEXED_FIELDS, name: "keyword" };
 
 /** The payload of the meta point. */
 export interface QdrantMeta {
