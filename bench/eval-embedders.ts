@@ -18,7 +18,7 @@ import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig, projectRoot } from "../src/config/config.js";
-import { DEFAULT_FUSION, DENSE_CANDIDATES, fuse } from "../src/core/engine.js";
+import { DENSE_CANDIDATES, fuse, fusionWeights } from "../src/core/engine.js";
 import { understandQuery } from "../src/core/query.js";
 import { openSource, readDataset } from "../src/dataset/reader.js";
 import { isNewer } from "../src/dataset/normalize.js";
@@ -111,7 +111,9 @@ function rank(
         const payload: RepoPayload = { ...r, languageLc: r.language?.toLowerCase() ?? null, category: null, hash: "" };
         return { id: r.key, score: top.scores[k]!, payload };
       });
-      const fused = fuse(null, dense, understandQuery(q.query), DEFAULT_FUSION);
+      // The base profile for every model, so "+priors" compares models under the same fusion
+      // (docs/embeddings.md's table was measured so).
+      const fused = fuse(null, dense, understandQuery(q.query), fusionWeights("base"));
       const mp = scoreRanking(fused.slice(0, 50).map((c) => c.payload.key), q.rel);
       pri.push(mp);
       lists[1]!.set(l, [...(lists[1]!.get(l) ?? []), mp]);

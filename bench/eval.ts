@@ -7,7 +7,7 @@
  * N repositories (every judged repository plus a seeded random fill), because the teacher is far too slow
  * to embed the whole dataset (see README, "Embedders").
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -21,7 +21,7 @@ import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from ".
 import { embeddingText } from "../src/indexer/doc-text.js";
 import { embeddedStoreFromConfig } from "../src/store/embedded/store.js";
 import type { ScoredPoint } from "../src/store/types.js";
-import { DEFAULT_FUSION, DENSE_CANDIDATES, fuse, LEXICAL_CANDIDATES, SearchEngine, type FusionWeights } from "../src/core/engine.js";
+import { DENSE_CANDIDATES, fuse, fusionProfileFor, fusionWeights, LEXICAL_CANDIDATES, SearchEngine, type FusionProfile, type FusionWeights } from "../src/core/engine.js";
 import { understandQuery } from "../src/core/query.js";
 import { createReranker } from "../src/core/rerank/factory.js";
 import { createLocalReranker } from "../src/core/rerank/local.js";
@@ -51,15 +51,12 @@ function engineFor(retrievers: { lexical: boolean; dense: boolean }, fusion: Fus
 }
 let storeRef: Awaited<ReturnType<typeof embeddedStoreFromConfig>> | null = null;
 
-async function loadFusion(): Promise<FusionWeights> {
-  return DEFAULT_FUSION;
-}
 
 /**
  * Fusion-weight search with leave-one-list-out cross-validation: for each curated list, weights are
  * fitted on the other lists' queries and scored on the held-out list, so no list judges its own fit.
  */
-async function tune(store: Awaited<ReturnType<typeof embeddedStoreFromConfig>>, embedder: Embedder, queries: { id: string; query: string; rel: Set<string> }[]): Promise<void> {
+async function tune(store: Awaited<ReturnType<typeof embeddedStoreFromConfig>>, embedder: Embedder, profile: FusionProfile, queries: { id: string; query: string; rel: Set<string> }[]): Promise<void> {
   const cached = [] as { list: string; rel: Set<string>; lex: ScoredPoint[]; dense: ScoredPoint[]; u: ReturnType<typeof understandQuery> }[];
   for (const q of queries) {
     const [v] = await embedder.embed([q.query]);
@@ -72,7 +69,7 @@ async function tune(store: Awaited<ReturnType<typeof embeddedStoreFromConfig>>, 
     });
   }
   const grid: FusionWeights[] = [];
-  for (const dense of [0, 0.03, 0.06, 0.1, 0.15, 0.25])
+  for (const dense of [0, 0.03, 0.06, 0.1, 0.15, 0.25, 0.35, 0.5])
     for (const stars of [0.2, 0.3, 0.45, 0.6])
       for (const language of [0.05, 0.1, 0.2])
         for (const category of [0, 0.05]) grid.push({ lexical: 1, dense, stars, language, category });
@@ -100,22 +97,21 @@ async function tune(store: Awaited<ReturnType<typeof embeddedStoreFromConfig>>, 
     if (n > bestN) [best, bestN] = [w, n];
   }
   const heldOutN = meanMetrics(heldOut).ndcg10;
-  console.log(`tune: leave-one-list-out nDCG@10 ${heldOutN.toFixed(3)} (query-weighted); fit on all: ${bestN.toFixed(3)} with ${JSON.stringify(best)}; current default ${score(DEFAULT_FUSION, cached).ndcg10.toFixed(3)}`);
+  console.log(`tune: leave-one-list-out nDCG@10 ${heldOutN.toFixed(3)} (query-weighted); fit on all: ${bestN.toFixed(3)} with ${JSON.stringify(best)}; current ${profile} profile ${score(fusionWeights(profile), cached).ndcg10.toFixed(3)}`);
   if (values["write-fusion"]) {
     const file = path.join(projectRoot, "src", "core", "fusion-weights.json");
     const info = await store.info();
-    const doc = {
-      format: "reposearch-fusion",
-      version: 1,
+    // Only the profile of this index's embedder is refitted; the other keeps its own fit.
+    const doc = JSON.parse(await readFile(file, "utf8")) as { profiles: Record<string, Record<string, unknown>> };
+    doc.profiles[profile] = {
+      ...doc.profiles[profile],
       fittedOn: `${path.relative(projectRoot, queriesFile)} (${queries.length} queries, ${lists.length} curated lists), ${info.count.toLocaleString("en-US")}-repository index, embedder ${info.embedderId}`,
-      method: "grid search over normalised-score fusion weights (lexical fixed at 1), chosen by mean nDCG@10; leave-one-list-out cross-validation reported alongside",
-      refit: "npm run eval -- --tune --write-fusion",
       fittedAt: new Date().toISOString().slice(0, 10),
       heldOutNdcg10: Math.round(heldOutN * 1000) / 1000,
       weights: best,
     };
     await writeFile(file, JSON.stringify(doc, null, 2) + "\n");
-    console.log(`wrote ${path.relative(process.cwd(), file)} (rebuild to use it)`);
+    console.log(`wrote profile ${profile} of ${path.relative(process.cwd(), file)} (rebuild to use it)`);
   }
 }
 
@@ -167,7 +163,10 @@ async function main(): Promise<void> {
   const embedder = await loadQueryEmbedder(config, info.embedderId);
   // Searched as the eval prescribes: every category, archived included.
   const evalFilters = { categories: [], excludeArchived: false } as const;
-  const fusion = await loadFusion();
+  // The weights the server would use for this index: the fitted profile of its embedder.
+  const profile = fusionProfileFor(embedder);
+  const fusion = fusionWeights(profile);
+  console.log(`fusion profile ${profile}: ${JSON.stringify(fusion)}`);
   // The server's reranker when one is configured; otherwise the in-process one, so the ablation
   // always shows what rerank would do (it is off by default because it does not raise nDCG@10).
   const reranker = (await createReranker(config, { local: async () => createLocalReranker() })) ?? createLocalReranker();
@@ -201,7 +200,7 @@ async function main(): Promise<void> {
   const names = engines.map(([n]) => n);
   console.log(`| list | ${names.join(" | ")} |\n|---|${names.map(() => "---:").join("|")}|`);
   for (const [list, byName] of Object.entries(perList)) console.log(`| ${list} | ${names.map((n) => (byName[n] ?? 0).toFixed(3)).join(" | ")} |`);
-  if (values.tune) await tune(store, embedder, queries);
+  if (values.tune) await tune(store, embedder, profile, queries);
   printTable(`dev.jsonl on ${info.count.toLocaleString("en-US")} repositories (index ${info.version}, ${info.embedderId}); ${queries.length} queries with judged repositories in the index`, rows);
 
   let sliceRows: Row[] = [];

@@ -20,6 +20,7 @@ import { pointIdFor } from "../src/common/hash.js";
 import { setLogLevel } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
 import { CoreClient } from "../src/core/grpc/client.js";
+import { fusionWeights } from "../src/core/engine.js";
 import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, loadProtos } from "../src/core/grpc/convert.js";
 import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "../src/core/grpc/testkit.js";
 import type { AppliedFilters, IndexStats, SearchFilters, SearchRequest, SearchResponse, SearchResult } from "../src/core/types.js";
@@ -398,6 +399,10 @@ describe("results and meta", () => {
     assert.ok(res.meta.total >= 7);
     assert.ok(denseServed, `stats methods ${v1Stats.methods.join(",")}`);
     assert.ok(res.meta.methods.dense!.hits > 0);
+    // The default build's model is domain-adapted, so fusion uses the weights fitted for such models.
+    assert.equal(res.meta.methods.dense!.weight, fusionWeights("domainAdapted").dense);
+    assert.equal(res.meta.methods.lexical!.weight, fusionWeights("domainAdapted").lexical);
+    assert.notEqual(fusionWeights("domainAdapted").dense, fusionWeights("base").dense);
   });
 
   it("limit 1 and limit 50 bound the results", async () => {

@@ -60,6 +60,54 @@ test("a full build publishes every valid record; a re-run on the same data embed
   assert.equal(rep2.version, info.version, "no new version for an unchanged dataset");
 });
 
+/** The active static model of a data dir and the model it was trained from (null: distilled). */
+function activeModel(dataDir: string): { id: string; trainedFrom: string | null } {
+  const root = path.join(dataDir, "models", "static");
+  const id = (JSON.parse(readFileSync(path.join(root, "ACTIVE"), "utf8")) as { modelId: string }).modelId;
+  const meta = JSON.parse(readFileSync(path.join(root, id, "model.json"), "utf8")) as { trainedFrom?: string };
+  return { id, trainedFrom: meta.trainedFrom ?? null };
+}
+
+test("the default build fine-tunes the distilled model and embeds with it; STATIC_TRAIN_EPOCHS=0 keeps the distilled one", async () => {
+  // The shared model of before(): distilled, then trained, and the trained one is active and indexed.
+  const built = activeModel(modelDir);
+  assert.notEqual(built.trainedFrom, null, "the default build trains");
+  assert.ok(existsSync(path.join(modelDir, "models", "static", built.trainedFrom!, "model.json")), "the distilled init is kept beside it");
+  const s0 = await openStore(modelDir);
+  assert.equal((await s0.info()).embedderId, `static:${built.id}`);
+  await s0.close();
+
+  // Training off: the index is embedded with the distilled model.
+  const dir = await tempDir("train");
+  const ds = await writeJsonl(path.join(dir, "ds.jsonl"), rows.slice(0, 600));
+  const off = await runCli(["index", "--dataset", ds, "--data-dir", dir], testEnv({ STATIC_TRAIN_EPOCHS: "0" }));
+  assert.equal(off.code, 0, off.stderr.slice(-2000));
+  const distilled = activeModel(dir);
+  assert.equal(distilled.trainedFrom, null);
+  assert.ok(!logLines(off.stderr).some((l) => l.msg === "training the static model on weak pairs"));
+  let store = await openStore(dir);
+  assert.equal((await store.info()).embedderId, `static:${distilled.id}`);
+  await store.close();
+
+  // Training on (the default) over that data dir: the active distilled model is trained and every repository re-embedded.
+  const on = await runCli(["index", "--dataset", ds, "--data-dir", dir], testEnv());
+  assert.equal(on.code, 0, on.stderr.slice(-2000));
+  const trained = activeModel(dir);
+  assert.equal(trained.trainedFrom, distilled.id);
+  assert.equal(logLines(on.stderr).filter((l) => l.msg === "epoch").length, 8);
+  assert.equal(lastReport(on.stderr).embedded, 600);
+  store = await openStore(dir);
+  assert.equal((await store.info()).embedderId, `static:${trained.id}`);
+  await store.close();
+
+  // A re-run neither trains nor embeds.
+  const again = await runCli(["index", "--dataset", ds, "--data-dir", dir], testEnv());
+  assert.equal(again.code, 0, again.stderr.slice(-2000));
+  assert.ok(!logLines(again.stderr).some((l) => l.msg === "training the static model on weak pairs"));
+  assert.equal(lastReport(again.stderr).embedded, 0);
+  assert.equal(activeModel(dir).id, trained.id);
+});
+
 test("a changed dataset embeds only new and changed repositories and deletes removed ones", async () => {
   const dir = await freshDataDir("incr");
   const base = rows.slice(0, 1000);

@@ -5,7 +5,7 @@
  * `reposearch index` embeds with it (and re-embeds every repository, since the embedder id changes).
  */
 import { existsSync } from "node:fs";
-import { mkdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { logger } from "../common/logger.js";
@@ -13,23 +13,9 @@ import type { Config } from "../config/config.js";
 import { openSource, readDataset } from "../dataset/reader.js";
 import { isNewer } from "../dataset/normalize.js";
 import type { RepoRecord } from "../dataset/record.js";
-import { writeStaticModel } from "../embed/distill.js";
-import {
-  buildPairSet,
-  DEFAULT_TRAIN_CONFIG,
-  PAIR_KINDS,
-  pairFingerprint,
-  pairTexts,
-  readStaticModel,
-  trainedModelId,
-  trainStaticModel,
-  vocabIndex,
-  type PairKind,
-  type TrainConfig,
-} from "../embed/train.js";
-import { embeddingText } from "../indexer/doc-text.js";
+import { DEFAULT_TRAIN_CONFIG, PAIR_KINDS, type PairKind, type TrainConfig } from "../embed/train.js";
 import { Progress } from "../indexer/progress.js";
-import { activeStaticModel, ensureStaticModel, setActive, staticModelsRoot } from "../indexer/static-model.js";
+import { activeStaticModel, ensureStaticModel, setActive, staticModelsRoot, trainModel } from "../indexer/static-model.js";
 import type { Command, CommandContext } from "./main.js";
 
 const USAGE =
@@ -101,11 +87,12 @@ async function initModelDir(config: Config, values: CommandContext["values"], re
   const ek = config.embedder;
   return ensureStaticModel({
     dataDir: config.dataDir,
-    texts: records.map((r) => embeddingText(r)),
+    records,
     vocabSize: ek.staticVocabSize,
     dims: ek.staticDims,
     workers: ek.workers,
     retrain: false,
+    train: null,
     logger: logger.child({ component: "train" }),
     progress,
   });
@@ -119,39 +106,25 @@ async function run({ config, values }: CommandContext): Promise<number> {
   const t0 = performance.now();
   const records = await readRecords(config.dataset);
   const initDir = await initModelDir(config, values, records, progress);
-  const init = await readStaticModel(initDir);
-  const pairs = buildPairSet(pairTexts(records, cfg.pairs, cfg.readmeChars), vocabIndex(init.vocab));
-  const modelId = trainedModelId(init.meta.modelId, cfg, pairFingerprint(pairs));
-  const root = staticModelsRoot(config.dataDir);
-  let dir = path.join(root, modelId);
-  log.info("training data", { records: records.length, pairs: pairs.perKind, init: init.meta.modelId, modelId, seconds: +((performance.now() - t0) / 1000).toFixed(1) });
-
-  const lines = [`init           static:${init.meta.modelId} (${initDir})`, `pairs          ${Object.entries(pairs.perKind).filter(([k]) => cfg.pairs.includes(k as PairKind)).map(([k, n]) => `${k} ${n}`).join(", ")}`];
-  if (existsSync(path.join(dir, "model.json"))) {
-    lines.push(`model          static:${modelId} (already trained with this configuration and data: ${dir})`);
+  const res = await trainModel({ dataDir: config.dataDir, records, initDir, config: cfg, logger: log, progress });
+  const lines = [
+    `init           static:${res.initId} (${initDir})`,
+    `pairs          ${Object.entries(res.pairs).filter(([k]) => cfg.pairs.includes(k as PairKind)).map(([k, n]) => `${k} ${n}`).join(", ")}`,
+  ];
+  if (res.trained === null) {
+    lines.push(`model          static:${res.modelId} (already trained with this configuration and data: ${res.dir})`);
   } else {
-    const res = trainStaticModel(init, pairs, cfg, {
-      onStep: (epoch, step, steps) => {
-        if (step === 1) progress.start(`train:epoch ${epoch}/${cfg.epochs}`, steps);
-        progress.update(step, steps);
-      },
-      onEpoch: (s) => {
-        progress.finish();
-        log.info("epoch", { epoch: s.epoch, loss: +s.loss.toFixed(4), heldOutLoss: s.heldOutLoss === null ? null : +s.heldOutLoss.toFixed(4), seconds: +s.seconds.toFixed(1) });
-      },
-    });
-    await mkdir(root, { recursive: true });
-    dir = await writeStaticModel(root, res.model);
+    const t = res.trained;
     lines.push(
       `config         ${JSON.stringify(cfg)}`,
-      `held-out loss  ${res.initialHeldOutLoss?.toFixed(4) ?? "–"} before, ${res.history.map((h) => h.heldOutLoss?.toFixed(4) ?? "–").join(" → ")} after each epoch`,
-      `train loss     ${res.history.map((h) => h.loss.toFixed(4)).join(" → ")}`,
-      `model          static:${modelId} (${dir})`,
-      `time           training ${res.seconds.toFixed(1)}s, total ${((performance.now() - t0) / 1000).toFixed(1)}s`,
+      `held-out loss  ${t.initialHeldOutLoss?.toFixed(4) ?? "–"} before, ${t.history.map((h) => h.heldOutLoss?.toFixed(4) ?? "–").join(" → ")} after each epoch`,
+      `train loss     ${t.history.map((h) => h.loss.toFixed(4)).join(" → ")}`,
+      `model          static:${res.modelId} (${res.dir})`,
+      `time           training ${t.seconds.toFixed(1)}s, total ${((performance.now() - t0) / 1000).toFixed(1)}s`,
     );
   }
   if (values.activate) {
-    await setActive(config.dataDir, modelId);
+    await setActive(config.dataDir, res.modelId);
     lines.push(`active         yes: the next \`reposearch index --data-dir ${config.dataDir}\` re-embeds every repository with it`);
   } else {
     lines.push(`active         no (rerun with --activate, or compare first: node dist/bench/eval-embedders.js --data-dir ${config.dataDir})`);

@@ -58,6 +58,7 @@ const envSchema = z.object({
   EMBED_HTTP_TIMEOUT_MS: int(1, 600_000).default(30_000),
   STATIC_VOCAB_SIZE: int(1000, 500_000).default(60_000),
   STATIC_DIMS: int(8, 512).default(128),
+  STATIC_TRAIN_EPOCHS: int(0, 100).default(8),
   HNSW_M: int(4, 128).default(16),
   HNSW_EF_CONSTRUCTION: int(8, 2000).default(100),
   HNSW_EF_SEARCH: int(8, 5000).default(128),
@@ -122,6 +123,8 @@ export interface Config {
     readonly httpTimeoutMs: number;
     readonly staticVocabSize: number;
     readonly staticDims: number;
+    /** Epochs of contrastive fine-tuning after distilling a static model (0: index with the distilled one). */
+    readonly staticTrainEpochs: number;
   };
   readonly store: {
     readonly hnswM: number;
@@ -262,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       httpTimeoutMs: e.EMBED_HTTP_TIMEOUT_MS,
       staticVocabSize: e.STATIC_VOCAB_SIZE,
       staticDims: e.STATIC_DIMS,
+      staticTrainEpochs: e.STATIC_TRAIN_EPOCHS,
     },
     store: {
       hnswM: e.HNSW_M,

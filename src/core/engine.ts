@@ -45,13 +45,33 @@ export interface FusionWeights {
   readonly category: number;
 }
 
-/** The fitted weights, versioned in ./fusion-weights.json (refit: `npm run eval -- --tune --write-fusion`). */
-export const DEFAULT_FUSION: FusionWeights = Object.freeze(checkWeights(fusionFile.weights));
+/**
+ * The fitted weights, versioned in ./fusion-weights.json (refit: `npm run eval -- --tune --write-fusion`).
+ * One profile per kind of dense signal: how much the dense side may weigh depends on how good the
+ * embedder is on this domain (a domain-adapted model earns ~8× the weight of the distilled one).
+ */
+export const FUSION_PROFILES = ["domainAdapted", "base"] as const;
+export type FusionProfile = (typeof FUSION_PROFILES)[number];
+const PROFILE_WEIGHTS: Readonly<Record<FusionProfile, FusionWeights>> = Object.freeze({
+  domainAdapted: Object.freeze(checkWeights(fusionFile.profiles.domainAdapted.weights, "domainAdapted")),
+  base: Object.freeze(checkWeights(fusionFile.profiles.base.weights, "base")),
+});
+/** The weights of the default build, whose static model is domain-adapted by its train stage. */
+export const DEFAULT_FUSION: FusionWeights = PROFILE_WEIGHTS.domainAdapted;
 
-function checkWeights(w: Record<string, unknown>): FusionWeights {
+/** The profile for an index's query embedder: domain-adapted models get theirs, every other one `base`. */
+export function fusionProfileFor(embedder: Pick<Embedder, "domainAdapted"> | null): FusionProfile {
+  return embedder?.domainAdapted === true ? "domainAdapted" : "base";
+}
+
+export function fusionWeights(profile: FusionProfile): FusionWeights {
+  return PROFILE_WEIGHTS[profile];
+}
+
+function checkWeights(w: Record<string, unknown>, profile: string): FusionWeights {
   for (const k of ["lexical", "dense", "stars", "language", "category"]) {
     const v = w[k];
-    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new Error(`fusion-weights.json: weights.${k} must be a finite number ≥ 0`);
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new Error(`fusion-weights.json: profiles.${profile}.weights.${k} must be a finite number ≥ 0`);
   }
   return w as unknown as FusionWeights;
 }
@@ -65,6 +85,7 @@ export interface EngineOptions {
   /** The server's reranker, or null when rerank is disabled by configuration. */
   readonly reranker?: Reranker | null;
   readonly rerankTimeoutMs?: number;
+  /** Fixed fusion weights; by default the fitted profile for the served index's embedder (fusionProfileFor). */
   readonly fusion?: FusionWeights;
   readonly logger?: Logger;
   /** Called once per stage with its duration, for metrics and traces. */
@@ -89,7 +110,8 @@ export interface Candidate {
 export class SearchEngine implements SearchCore {
   private readonly store: VectorStore;
   private readonly log: Logger;
-  private readonly fusion: FusionWeights;
+  /** Fusion weights for the loaded embedder (or opts.fusion). */
+  private fusion: FusionWeights;
   private embedder: Embedder | null = null;
   private embedderId: string | null = null;
   private embedderLoading: Promise<void> | null = null;
@@ -102,7 +124,7 @@ export class SearchEngine implements SearchCore {
       throw new RangeError(`SearchEngine: rerankTimeoutMs must be positive (got ${opts.rerankTimeoutMs})`);
     }
     this.store = opts.store;
-    this.fusion = opts.fusion ?? DEFAULT_FUSION;
+    this.fusion = opts.fusion ?? fusionWeights("base");
     this.log = opts.logger ?? rootLogger.child({ component: "core" });
   }
 
@@ -130,8 +152,9 @@ export class SearchEngine implements SearchCore {
         const old = this.embedder;
         this.embedder = next;
         this.embedderId = id;
+        this.fusion = this.opts.fusion ?? fusionWeights(fusionProfileFor(next));
         if (old) await old.close().catch(() => {});
-        this.log.info("query embedder loaded", { embedderId: id });
+        this.log.info("query embedder loaded", { embedderId: id, fusionProfile: this.opts.fusion ? "fixed" : fusionProfileFor(next) });
       } catch (err) {
         this.log.error("query embedder failed to load; answering lexical-only", { embedderId: id, error: (err as Error).message });
       } finally {

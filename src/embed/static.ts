@@ -22,11 +22,14 @@ export interface StaticModelMeta {
   readonly vocabSize: number;
   readonly createdAt: string;
   readonly weighting: string;
+  /** Set on models fine-tuned by `reposearch train` or the index's train stage: the model trained from. */
+  readonly trainedFrom?: string;
 }
 
 export class StaticEmbedder implements Embedder {
   readonly id: string;
   readonly dims: number;
+  readonly domainAdapted: boolean;
   private readonly index: Map<string, number>;
 
   constructor(
@@ -40,6 +43,7 @@ export class StaticEmbedder implements Embedder {
     }
     this.id = `static:${meta.modelId}`;
     this.dims = meta.dims;
+    this.domainAdapted = typeof meta.trainedFrom === "string";
     this.index = new Map(vocab.map((t, i) => [t, i]));
   }
 

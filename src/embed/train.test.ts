@@ -13,8 +13,10 @@ import {
   pairTexts,
   paramsFromModel,
   SparseGrad,
+  splitPairs,
   tokenizeTexts,
   trainStaticModel,
+  trainStaticModelInWorker,
   vocabIndex,
   type TrainConfig,
 } from "./train.js";
@@ -152,4 +154,24 @@ test("training is deterministic: same seed → same model id and vectors; anothe
   const c = trainStaticModel(model, pairs, { ...cfg, seed: 2 });
   assert.notEqual(c.model.meta.modelId, a.model.meta.modelId);
   assert.notDeepEqual(c.model.vectors, a.model.vectors);
+});
+
+test("training on a worker thread gives the same model bit for bit, keeps the event loop free, and reports steps and epochs", async () => {
+  const recs = corpus();
+  const model = tinyModel(recs);
+  const pairs = buildPairSet(pairTexts(recs, CFG.pairs, CFG.readmeChars), vocabIndex(model.vocab));
+  const cfg = { ...CFG, epochs: 4, heldOut: 0.2 };
+  const here = trainStaticModel(model, pairs, cfg);
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 1);
+  const steps: number[] = [];
+  const epochs: number[] = [];
+  const there = await trainStaticModelInWorker(model, pairs, cfg, { onStep: (e, s) => steps.push(e * 1000 + s), onEpoch: (st) => epochs.push(st.epoch) });
+  clearInterval(timer);
+  assert.equal(there.model.meta.modelId, here.model.meta.modelId);
+  assert.deepEqual(there.model.vectors, here.model.vectors);
+  assert.deepEqual(there.history.map((h) => h.loss), here.history.map((h) => h.loss));
+  assert.deepEqual(epochs, [1, 2, 3, 4]);
+  assert.equal(steps.length, 4 * Math.ceil(splitPairs(pairs.count, cfg.heldOut, cfg.seed).train.length / cfg.batchSize));
+  assert.ok(ticks > 0, "the event loop ran timers while the worker trained");
 });

@@ -23,6 +23,7 @@
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { Worker } from "node:worker_threads";
 import { sha256Hex } from "../common/hash.js";
 import { seededRandom } from "../common/random.js";
 import type { RepoRecord } from "../dataset/record.js";
@@ -605,4 +606,28 @@ export async function readStaticModel(dir: string): Promise<StaticModel> {
   new Uint8Array(vectors.buffer).set(buf);
   if (vectors.length !== vocab.length * meta.dims) throw new Error(`${dir}: vectors hold ${vectors.length} floats, expected ${vocab.length}×${meta.dims}`);
   return { meta, vocab, vectors };
+}
+
+/**
+ * trainStaticModel on a worker thread, so the caller's event loop keeps serving (`npm start` trains beside
+ * a live gateway). Same result, bit for bit: the arithmetic is the same code on the same inputs.
+ */
+export function trainStaticModelInWorker(init: StaticModel, pairs: PairSet, cfg: TrainConfig, hooks: Omit<TrainHooks, "onEpoch"> & { readonly onEpoch?: (stats: EpochStats) => void } = {}): Promise<TrainResult> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL("./train-worker.js", import.meta.url), { workerData: { init, pairs, config: cfg } });
+    let done = false;
+    worker.on("message", (m: import("./train-worker.js").TrainWorkerMessage) => {
+      if (m.kind === "step") hooks.onStep?.(m.epoch, m.step, m.steps, m.loss);
+      else if (m.kind === "epoch") hooks.onEpoch?.(m.stats);
+      else {
+        done = true;
+        resolve(m.result);
+        void worker.terminate();
+      }
+    });
+    worker.on("error", reject);
+    worker.on("exit", (code) => {
+      if (!done) reject(new Error(`training worker exited with code ${code} before finishing`));
+    });
+  });
 }

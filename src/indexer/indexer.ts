@@ -19,6 +19,7 @@ import type { Embedder } from "../embed/types.js";
 import type { Point, VectorStore } from "../store/types.js";
 import { DOC_TEXT_VERSION, embeddingText } from "./doc-text.js";
 import type { Progress } from "./progress.js";
+import { DEFAULT_TRAIN_CONFIG } from "../embed/train.js";
 import { ensureStaticModel } from "./static-model.js";
 
 export interface Shard {
@@ -148,11 +149,12 @@ export async function runIndex(o: IndexOptions): Promise<IndexReport> {
   if (ek.kind === "static") {
     staticDir = await ensureStaticModel({
       dataDir: config.dataDir,
-      texts: all.map((r) => embeddingText(r)),
+      records: all,
       vocabSize: ek.staticVocabSize,
       dims: ek.staticDims,
       workers: ek.workers,
       retrain: Boolean(o.retrainEmbedder),
+      train: ek.staticTrainEpochs > 0 ? { ...DEFAULT_TRAIN_CONFIG, epochs: ek.staticTrainEpochs } : null,
       logger,
       progress,
     });

@@ -1,0 +1,27 @@
+/**
+ * Worker-thread entry for trainStaticModel. Training is minutes of synchronous arithmetic; `npm start`
+ * builds its first index beside a serving gateway in the same process, so the event loop must stay free.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { trainStaticModel, type PairSet, type TrainConfig } from "./train.js";
+import type { StaticModel } from "./distill.js";
+
+export interface TrainWorkerInit {
+  readonly init: StaticModel;
+  readonly pairs: PairSet;
+  readonly config: TrainConfig;
+}
+
+export type TrainWorkerMessage =
+  | { readonly kind: "step"; readonly epoch: number; readonly step: number; readonly steps: number; readonly loss: number }
+  | { readonly kind: "epoch"; readonly stats: import("./train.js").EpochStats }
+  | { readonly kind: "done"; readonly result: import("./train.js").TrainResult };
+
+const { init, pairs, config } = workerData as TrainWorkerInit;
+const port = parentPort!;
+const result = trainStaticModel(init, pairs, config, {
+  onStep: (epoch, step, steps, loss) => port.postMessage({ kind: "step", epoch, step, steps, loss } satisfies TrainWorkerMessage),
+  onEpoch: (stats) => port.postMessage({ kind: "epoch", stats } satisfies TrainWorkerMessage),
+});
+const v = result.model.vectors;
+port.postMessage({ kind: "done", result } satisfies TrainWorkerMessage, [v.buffer as ArrayBuffer]);
