@@ -7,7 +7,7 @@ import type { Filter } from "../filter.js";
 import { seededRandom } from "./engine-synthetic.js";
 import { parseDatetimeMs } from "./filter-datetime.js";
 import { randomFilter, randomPayloads, referenceMatches } from "./filter-testkit.js";
-import { INDEXED_FIELDS, PayloadIndex } from "./payload-index.js";
+import { FILTER_CACHE_ENTRIES, INDEXED_FIELDS, PayloadIndex } from "./payload-index.js";
 
 type Row = Record<string, unknown>;
 
@@ -244,5 +244,25 @@ describe("PayloadIndex property: indexes agree with a naive evaluator", () => {
       }
     }
     assert.ok(nonTrivial > 100, `the generator should produce selective, non-empty filters (got ${nonTrivial})`);
+  });
+});
+
+describe("PayloadIndex filter cache", () => {
+  it("answers a repeated filter (in any equivalent spelling) with the same bitset, and recomputes it exactly after eviction", () => {
+    const payloads = randomPayloads(700, 12, { extras: true });
+    const ids = payloads.map((p) => pointIdFor(p.key as string));
+    const idx = PayloadIndex.build(ids, payloads as unknown as RepoPayload[]);
+    const f: Filter = { must: [{ key: "languageLc", match: { value: "python" } }] };
+    const first = idx.evaluate(f);
+    assert.ok(first !== null);
+    assert.equal(idx.evaluate({ must: [{ key: "languageLc", match: { value: "python" } }] }), first, "a cache hit is the same object");
+    assert.equal(idx.evaluate({ must: { key: "languageLc", match: { value: "python" } } } as Filter), first, "one condition or a list of one compile alike");
+    const rnd = seededRandom(5);
+    const filters = Array.from({ length: FILTER_CACHE_ENTRIES * 2 }, () => randomFilter(rnd, ids, 2, true));
+    const before = filters.map((x) => idx.evaluate(x)?.toArray() ?? null);
+    // Every earlier entry, `f` included, has been evicted by now: results are recomputed and still equal.
+    assert.notEqual(idx.evaluate(f), first);
+    assert.deepEqual(idx.evaluate(f)!.toArray(), first.toArray());
+    filters.forEach((x, i) => assert.deepEqual(idx.evaluate(x)?.toArray() ?? null, before[i], JSON.stringify(x)));
   });
 });

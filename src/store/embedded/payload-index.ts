@@ -30,7 +30,12 @@ const builders: Record<FieldIndexType, (payloads: readonly unknown[], key: strin
   bool: BoolIndex.build,
 };
 
+/** Filter results kept per segment (LRU); a bitset is count / 8 bytes (25 KiB for 204k rows). */
+export const FILTER_CACHE_ENTRIES = 128;
+
 export class PayloadIndex {
+  private readonly cache = new Map<string, { readonly rows: Bitset | null }>();
+
   private constructor(
     readonly count: number,
     private readonly payloads: readonly unknown[],
@@ -63,14 +68,26 @@ export class PayloadIndex {
   /**
    * The rows that satisfy `filter` (Qdrant semantics, see ../filter.ts), or null when the filter is
    * absent or places no constraint (every row passes). Throws ReposearchError(VALIDATION_ERROR) on a
-   * malformed filter.
+   * malformed filter. The bitset may be shared with other callers (see the cache): never modify it.
    */
   evaluate(filter: Filter | null | undefined): Bitset | null {
     if (filter === undefined || filter === null) return null;
     const compiled = compileFilter(filter);
     if (isUnconstrained(compiled)) return null;
+    // Agents repeat a few filters (the defaults above all), and evaluating one walks postings of up to
+    // every row; a segment never changes, so its results are cached (compiled form = canonical key).
+    const key = JSON.stringify(compiled);
+    const hit = this.cache.get(key);
+    if (hit !== undefined) {
+      this.cache.delete(key);
+      this.cache.set(key, hit);
+      return hit.rows;
+    }
     const rows = this.evalFilter(compiled);
-    return rows.count() === this.count ? null : rows;
+    const result = rows.count() === this.count ? null : rows;
+    this.cache.set(key, { rows: result });
+    if (this.cache.size > FILTER_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    return result;
   }
 
   private evalFilter(f: CFilter): Bitset {
