@@ -103,6 +103,15 @@ export class Bitset {
     return c;
   }
 
+  /** |this ∩ o| without materialising the intersection. */
+  andCount(o: Bitset): number {
+    const a = this.words;
+    const b = this.same(o).words;
+    let c = 0;
+    for (let i = 0; i < a.length; i++) c += popcount32(a[i]! & b[i]!);
+    return c;
+  }
+
   isEmpty(): boolean {
     const a = this.words;
     for (let i = 0; i < a.length; i++) if (a[i] !== 0) return false;

@@ -6,9 +6,11 @@ import type { RepoPayload } from "../../dataset/record.js";
 import { Bitset } from "./bitset.js";
 import {
   boundedScan,
+  coverOf,
   denseSearch,
   exactSearch,
   filteredEf,
+  FILTERED_EF_FACTOR,
   TWO_HOP_EF_FACTOR,
   isDensePrepared,
   MAX_FILTERED_EF,
@@ -22,6 +24,7 @@ import { clusteredVectors, seededRandom } from "./engine-synthetic.js";
 import { randomFilter, randomPayloads, referenceMatches } from "./filter-testkit.js";
 import { HnswGraph } from "./hnsw.js";
 import { PayloadIndex } from "./payload-index.js";
+import { buildSubgraphs, deserializeSubgraphs, materializeSubgraphs, serializeSubgraphs, SUBGRAPH_FIELDS } from "./subgraphs.js";
 import type { Hit } from "./types.js";
 
 const DIMS = 32;
@@ -146,15 +149,18 @@ describe("planDense", () => {
     assert.deepEqual(planDense(big, 0, opts), { kind: "empty" });
   });
 
-  it("walks the graph otherwise: 1-hop at or above 20% selectivity, two-hop with a 2.5× beam below", () => {
+  it("walks the graph otherwise: 1-hop at or above 20% selectivity, two-hop with a 2× beam below; below 50% from a reduced base", () => {
     assert.deepEqual(planDense(big, null, opts), { kind: "hnsw", ef: 64, selectivity: 1, twoHop: false });
     assert.deepEqual(planDense(big, null, { ...opts, k: 100 }), { kind: "hnsw", ef: 100, selectivity: 1, twoHop: false });
-    const half = planDense(big, 102_000, opts);
-    assert.ok(half.kind === "hnsw" && half.ef === 64 && !half.twoHop, JSON.stringify(half));
+    const most = planDense(big, 150_000, opts); // 73%: the whole beam
+    assert.ok(most.kind === "hnsw" && most.ef === 64 && !most.twoHop, JSON.stringify(most));
+    const half = planDense(big, 100_000, opts); // 49%: FILTERED_EF_FACTOR × 64
+    assert.ok(half.kind === "hnsw" && half.ef === Math.round(64 * FILTERED_EF_FACTOR) && !half.twoHop, JSON.stringify(half));
     const fifth = planDense(big, 40_900, opts); // 20%: still the 1-hop walk
-    assert.ok(fifth.kind === "hnsw" && fifth.ef === 64 && !fifth.twoHop, JSON.stringify(fifth));
-    const twelve = planDense(big, 24_521, opts); // 12%: two-hop, beam 64 × 2.5
-    assert.ok(twelve.kind === "hnsw" && twelve.ef === 160 && twelve.twoHop, JSON.stringify(twelve));
+    const reduced = Math.round(64 * FILTERED_EF_FACTOR);
+    assert.ok(fifth.kind === "hnsw" && fifth.ef === reduced && !fifth.twoHop, JSON.stringify(fifth));
+    const twelve = planDense(big, 24_521, opts); // 12%: two-hop, beam reduced × 2.5
+    assert.ok(twelve.kind === "hnsw" && twelve.ef === Math.ceil(reduced * TWO_HOP_EF_FACTOR) && twelve.twoHop, JSON.stringify(twelve));
     const five = planDense(big, 10_217, opts); // 5%, above the scan threshold: two-hop
     assert.ok(five.kind === "hnsw" && five.twoHop, JSON.stringify(five));
   });
@@ -251,5 +257,89 @@ describe("excluding a query's nearest rows", () => {
       recall += want.filter((h) => got.has(h.idx)).length / want.length;
     }
     assert.ok(recall / queries >= 0.99, `recall@10 ${recall / queries}`);
+  });
+});
+
+describe("payload subgraphs (per-value graphs of category and language)", () => {
+  // Categories correlated with the embedding, as the classifier's are: each row gets the category of
+  // its nearest of eight random directions. A query near one category's region, filtered to another,
+  // is the case a filtered walk of the main graph handles worst.
+  const rnd = seededRandom(31);
+  const centroids = Array.from({ length: 8 }, () => Float32Array.from({ length: DIMS }, () => rnd() - 0.5));
+  const cats = ["library", "tool", "application", "framework", "plugin", "data", "frontend", "agent"];
+  const payloads = PAYLOADS.map((p, r) => {
+    let best = 0;
+    let bestS = -Infinity;
+    centroids.forEach((c, i) => {
+      let s = 0;
+      for (let j = 0; j < DIMS; j++) s += c[j]! * VECTORS[r * DIMS + j]!;
+      if (s > bestS) [best, bestS] = [i, s];
+    });
+    return { ...p, category: cats[best]! };
+  });
+  const index = PayloadIndex.build(IDS, payloads as unknown as RepoPayload[]);
+  const subs = buildSubgraphs(payloads as unknown as RepoPayload[], VECTORS, DIMS, { m: 12, efConstruction: 80, seed: 3 }, { fields: SUBGRAPH_FIELDS, minRows: 100 });
+  const data: DenseData = { ...DATA, subgraphs: materializeSubgraphs(subs, VECTORS, DIMS, N) };
+  const opts = { k: 10, ef: 16, fullScanThreshold: 100 };
+
+  it("builds one graph per frequent value and round-trips through serialisation", () => {
+    assert.ok(subs.some((s) => s.field === "category") && subs.some((s) => s.field === "languageLc"));
+    for (const s of subs) assert.ok(s.rows.length >= 100 && s.graph.count === s.rows.length);
+    const back = deserializeSubgraphs(serializeSubgraphs(subs), N, DIMS);
+    assert.deepEqual(back.map((s) => [s.field, s.value, Array.from(s.rows)]), subs.map((s) => [s.field, s.value, Array.from(s.rows)]));
+    assert.deepEqual(back[0]!.graph.serialize(), subs[0]!.graph.serialize());
+    const bytes = serializeSubgraphs(subs);
+    assert.throws(() => deserializeSubgraphs(bytes.subarray(0, bytes.length - 8), N, DIMS), /subgraphs: /);
+    assert.throws(() => deserializeSubgraphs(bytes, 10, DIMS), /rows out of range/);
+  });
+
+  it("answers category and language filters from the value graphs, with recall@10 ≥ 0.99 where the main walk falls short", () => {
+    let coverRecall = 0;
+    let mainRecall = 0;
+    let covered = 0;
+    const filters: unknown[] = [];
+    for (const a of cats) for (const b of cats) if (a < b) filters.push({ must: [{ key: "category", match: { any: [a, b] } }] });
+    for (const c of cats) filters.push({ must: [{ key: "category", match: { value: c } }] });
+    for (const [i, f] of filters.entries()) {
+      const allow = index.evaluate(f as Parameters<typeof index.evaluate>[0]);
+      assert.ok(allow !== null);
+      const plan = planDense(data, allow.count(), opts);
+      if (plan.kind !== "hnsw") continue;
+      assert.ok(coverOf(data, allow) !== null, `${JSON.stringify(f)} is covered by the category graphs`);
+      for (let qi = 0; qi < 8; qi++) {
+        const q = queryAt((i * 8 + qi) % 200);
+        const want = reference(q, 10, (r) => allow.has(r));
+        const got = denseSearch(data, q, allow, opts);
+        for (const h of got) assert.ok(allow.has(h.idx), "results respect the filter");
+        coverRecall += recallOf(got, want);
+        mainRecall += recallOf(denseSearch(DATA, q, allow, opts), want);
+        covered++;
+      }
+    }
+    assert.ok(covered >= 80, `covered queries ${covered}`);
+    assert.ok(coverRecall / covered >= 0.99, `recall@10 from subgraphs ${coverRecall / covered} (main graph ${mainRecall / covered})`);
+  });
+
+  it("covers only filters whose rows lie within one field's graphs; everything else walks the main graph, same results as without subgraphs", () => {
+    const stars = index.evaluate({ must: [{ key: "stars", range: { gte: 10 } }] });
+    assert.ok(stars !== null && coverOf(data, stars) === null, "a stars range spans every category and language");
+    // Nearly all rows of one category plus a few stragglers: the stragglers are scanned exactly.
+    const some = index.evaluate({ should: [{ key: "category", match: { value: "library" } }, { key: "key", match: { any: PAYLOADS.slice(0, 5).map((p) => String(p.key)) } }] });
+    assert.ok(some !== null);
+    const cover = coverOf(data, some);
+    if (cover !== null) {
+      const q = queryAt(3);
+      const got = denseSearch(data, q, some, { ...opts, fullScanThreshold: 0 });
+      for (const h of got) assert.ok(some.has(h.idx));
+      assert.ok(recallOf(got, reference(q, 10, (r) => some.has(r))) >= 0.9);
+    }
+    const rnd2 = seededRandom(44);
+    for (let t = 0; t < 60; t++) {
+      const filter = randomFilter(rnd2, IDS, 2);
+      const allow = index.evaluate(filter);
+      if (allow === null || coverOf(data, allow) !== null) continue;
+      const q = queryAt(t % 200);
+      assert.deepEqual(denseSearch(data, q, allow, opts), denseSearch(DATA, q, allow, opts), JSON.stringify(filter));
+    }
   });
 });

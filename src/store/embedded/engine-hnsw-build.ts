@@ -309,6 +309,21 @@ export class InsertPlanner {
         kept++;
       }
     }
+    if (kept < budget) {
+      // keepPrunedConnections (the paper's Algorithm 4 option): in a tight cluster of near-duplicates the
+      // heuristic keeps only a few links per node, and a query landing in the cluster cannot enumerate
+      // it; filling the budget with the best pruned candidates keeps such regions walkable.
+      for (let i = 0; i < n && kept < budget; i++) {
+        const c = ids[i]!;
+        let already = false;
+        for (let r = 0; r < kept; r++) if (outIds[at + r] === c) { already = true; break; }
+        if (already) continue;
+        outIds[at + kept] = c;
+        outSims[at + kept] = sims[i]!;
+        kept++;
+      }
+      sortDescending(outIds, outSims, at, kept);
+    }
     return kept;
   }
 
@@ -362,5 +377,21 @@ export class InsertPlanner {
     const total = pos + 1 + kept;
     for (let j = total; j < n; j++) links[base + j] = -1;
     counts[ls] = total;
+  }
+}
+
+/** Insertion sort of a short (≤ m) link list by similarity, best first. */
+function sortDescending(ids: Int32Array, sims: Float32Array, at: number, n: number): void {
+  for (let i = at + 1; i < at + n; i++) {
+    const id = ids[i]!;
+    const sim = sims[i]!;
+    let j = i - 1;
+    while (j >= at && sims[j]! < sim) {
+      ids[j + 1] = ids[j]!;
+      sims[j + 1] = sims[j]!;
+      j--;
+    }
+    ids[j + 1] = id;
+    sims[j + 1] = sim;
   }
 }

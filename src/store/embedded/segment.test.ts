@@ -36,7 +36,8 @@ function points(n: number, seed = 1): Point[] {
   });
 }
 
-const params = { version: "v000001", dims: DIMS, embedderId: "test:16", hnsw: { m: 8, efConstruction: 32 } };
+// Subgraphs for values with ≥ 100 rows: here languageLc python and typescript (150 rows each of 300).
+const params = { version: "v000001", dims: DIMS, embedderId: "test:16", hnsw: { m: 8, efConstruction: 32 }, subgraphs: { fields: ["category", "languageLc"], minRows: 100 } };
 
 let root: string;
 let n = 0;
@@ -57,7 +58,7 @@ describe("Segment", () => {
     const pts = points(300);
     const stages = new Set<string>();
     const seg = Segment.build(pts, params, (stage) => stages.add(stage));
-    assert.deepEqual([...stages], ["hnsw", "lexical", "payload-index"]);
+    assert.deepEqual([...stages], ["hnsw", "subgraphs", "lexical", "payload-index"]);
     const dir = await freshDir();
     const manifest = await seg.writeTo(dir);
     assert.equal(manifest.count, 300);
@@ -80,6 +81,28 @@ describe("Segment", () => {
     assert.deepEqual(exactSearch(loaded.dense, q, 5, null), exactSearch(seg.dense, q, 5, null));
     assert.equal(loaded.lexical!.search("zanzibar", 3, null)[0]!.idx, 3);
     assert.equal(loaded.payloadIndex.evaluate({ must: [{ key: "languageLc", match: { value: "python" } }] })!.count(), 150);
+    // Per-value graphs: one per language (categories are all null here), with their rows.
+    const subs = loaded.dense.subgraphs!.flatMap((f) => f.subs.map((x) => [x.field, x.value, Array.from(x.rows)]));
+    assert.deepEqual(subs, [
+      ["languageLc", "python", pts.flatMap((p, i) => (p.payload.languageLc === "python" ? [i] : []))],
+      ["languageLc", "typescript", pts.flatMap((p, i) => (p.payload.languageLc === "typescript" ? [i] : []))],
+    ]);
+    const py = loaded.dense.subgraphs![0]!.subs[0]!;
+    assert.deepEqual(py.data.vectors.subarray(0, DIMS), loaded.vectorOf(py.rows[0]!), "a subgraph's vectors are its rows' vectors");
+  });
+
+  it("still loads a format-1 version (before subgraphs), without subgraphs", async () => {
+    const dir = await freshDir();
+    await Segment.build(points(200), params).writeTo(dir);
+    const manifest = JSON.parse(await readFile(path.join(dir, "manifest.json"), "utf8")) as { formatVersion: number; files: Record<string, unknown> };
+    assert.equal(manifest.formatVersion, 2);
+    manifest.formatVersion = 1;
+    delete manifest.files["subgraphs.bin"];
+    await rm(path.join(dir, "subgraphs.bin"));
+    await writeFile(path.join(dir, "manifest.json"), JSON.stringify(manifest));
+    const loaded = await Segment.load(dir);
+    assert.equal(loaded.count, 200);
+    assert.deepEqual(loaded.dense.subgraphs, []);
   });
 
   it("handles an empty segment", async () => {

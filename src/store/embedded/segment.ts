@@ -16,13 +16,21 @@ import { fsyncDir, writeFileDurable, type FileData } from "./fsutil.js";
 import { HnswGraph, type HnswParams } from "./hnsw.js";
 import { LexicalIndex, type LexicalDoc } from "./lexical.js";
 import { PayloadIndex } from "./payload-index.js";
+import { buildSubgraphs, DEFAULT_SUBGRAPH_OPTIONS, deserializeSubgraphs, materializeSubgraphs, serializeSubgraphs, type Subgraph, type SubgraphOptions } from "./subgraphs.js";
 
 export const FORMAT_NAME = "reposearch-embedded-segment";
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 export const MANIFEST_FILE = "manifest.json";
 /** Data files of a segment, in the order they are written. The manifest is written last. */
-export const SEGMENT_FILES = ["ids.json", "payloads.json", "vectors.f32", "hnsw.bin", "lexical.bin"] as const;
+export const SEGMENT_FILES = ["ids.json", "payloads.json", "vectors.f32", "hnsw.bin", "lexical.bin", "subgraphs.bin"] as const;
 export type SegmentFile = (typeof SEGMENT_FILES)[number];
+/** Version 1 (before payload subgraphs) is still read: it loads without subgraphs. */
+const READABLE_VERSIONS = [1, 2];
+
+/** The data files a manifest of this format version lists. */
+export function segmentFiles(formatVersion: number): readonly SegmentFile[] {
+  return formatVersion === 1 ? SEGMENT_FILES.filter((f) => f !== "subgraphs.bin") : SEGMENT_FILES;
+}
 
 /** Binary files are little-endian; refuse to misread them anywhere else. */
 if (endianness() !== "LE") throw new Error("the embedded store supports little-endian hosts only");
@@ -63,6 +71,8 @@ export interface SegmentBuildParams {
   readonly dims: number;
   readonly embedderId: string;
   readonly hnsw: HnswParams;
+  /** Which keyword fields get per-value graphs (default DEFAULT_SUBGRAPH_OPTIONS). */
+  readonly subgraphs?: SubgraphOptions;
 }
 
 export type SegmentProgress = (stage: string, done: number, total: number) => void;
@@ -107,6 +117,8 @@ export class Segment {
     readonly graph: HnswGraph | null,
     readonly lexical: LexicalIndex | null,
     readonly payloadIndex: PayloadIndex,
+    /** Per-value graphs of keyword fields (subgraphs.ts). */
+    readonly subgraphs: readonly Subgraph[],
   ) {
     this.version = meta.version;
     this.count = meta.count;
@@ -114,7 +126,7 @@ export class Segment {
     this.embedderId = meta.embedderId;
     this.createdAt = meta.createdAt;
     this.hnswParams = meta.hnsw;
-    this.dense = { vectors, dims: meta.dims, count: meta.count, graph };
+    this.dense = { vectors, dims: meta.dims, count: meta.count, graph, subgraphs: materializeSubgraphs(subgraphs, vectors, meta.dims, meta.count) };
     // int8 codes with error bounds let exact scans skip most float32 dot products (same results).
     prepareDense(this.dense);
     // Built eagerly (~30 ms for 200k ids) so the first retrieve() does not pay for it.
@@ -158,6 +170,7 @@ export class Segment {
       graph = HnswGraph.build(vectors, dims, count, { ...params.hnsw, seed }, (done, total) => onProgress("hnsw", done, total));
       onProgress("hnsw", count, count);
     }
+    const subgraphs = count > 0 ? buildSubgraphs(payloads, vectors, dims, { ...params.hnsw, seed }, params.subgraphs ?? DEFAULT_SUBGRAPH_OPTIONS, (done, total) => onProgress("subgraphs", done, total)) : [];
     onProgress("lexical", 0, count);
     const lexical = count > 0 ? LexicalIndex.build(payloads.map(lexicalDocOf)) : null;
     onProgress("lexical", count, count);
@@ -172,7 +185,7 @@ export class Segment {
       createdAt: new Date().toISOString(),
       hnsw: count > 0 ? { m: params.hnsw.m, efConstruction: params.hnsw.efConstruction, seed } : null,
     };
-    return new Segment(meta, ids, payloads, vectors, graph, lexical, payloadIndex);
+    return new Segment(meta, ids, payloads, vectors, graph, lexical, payloadIndex, subgraphs);
   }
 
   /**
@@ -218,6 +231,8 @@ export class Segment {
         return this.graph ? [this.graph.serialize()] : [];
       case "lexical.bin":
         return this.lexical ? [this.lexical.serialize()] : [];
+      case "subgraphs.bin":
+        return [serializeSubgraphs(this.subgraphs)];
     }
   }
 
@@ -232,8 +247,9 @@ export class Segment {
       throw new IndexFormatError(dir, `manifest says version ${manifest.version}, expected ${opts.expectVersion}`);
     }
     // Sizes first: a truncated file is reported as such, before any expensive read.
+    const names = segmentFiles(manifest.formatVersion);
     await Promise.all(
-      SEGMENT_FILES.map(async (name) => {
+      names.map(async (name) => {
         const st = await stat(path.join(dir, name)).catch((err) => {
           throw new IndexFormatError(dir, `missing ${name} (${(err as Error).message})`, err);
         });
@@ -247,8 +263,8 @@ export class Segment {
     checksums?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     let seg: Segment;
     try {
-      const bufs = await Promise.all(SEGMENT_FILES.map((name) => readFile(path.join(dir, name))));
-      seg = Segment.decode(dir, manifest, Object.fromEntries(SEGMENT_FILES.map((name, i) => [name, bufs[i]!])) as Record<SegmentFile, Buffer>);
+      const bufs = await Promise.all(names.map((name) => readFile(path.join(dir, name))));
+      seg = Segment.decode(dir, manifest, Object.fromEntries(names.map((name, i) => [name, bufs[i]!])) as Partial<Record<SegmentFile, Buffer>> as Record<SegmentFile, Buffer>);
     } catch (err) {
       await checksums; // a checksum mismatch explains a decoding failure better than the failure itself
       throw err;
@@ -268,6 +284,8 @@ export class Segment {
     const vectors = float32View(data["vectors.f32"]);
     let graph: HnswGraph | null = null;
     let lexical: LexicalIndex | null = null;
+    const sub = data["subgraphs.bin"] as Buffer | undefined; // absent in format version 1
+    const subgraphs = sub === undefined ? [] : decode(dir, "subgraphs.bin", () => deserializeSubgraphs(sub, count, dims));
     if (count > 0) {
       graph = decode(dir, "hnsw.bin", () => HnswGraph.deserialize(data["hnsw.bin"]));
       lexical = decode(dir, "lexical.bin", () => LexicalIndex.deserialize(data["lexical.bin"]));
@@ -275,7 +293,7 @@ export class Segment {
     }
     return decode(dir, "ids.json/payloads.json", () => {
       const payloadIndex = PayloadIndex.build(ids, payloads);
-      return new Segment(manifest, ids, payloads, vectors, graph, lexical, payloadIndex);
+      return new Segment(manifest, ids, payloads, vectors, graph, lexical, payloadIndex, subgraphs);
     });
   }
 }
@@ -285,7 +303,8 @@ export class Segment {
  * cache: the main thread is reading them at the same time). Rejects with IndexFormatError on a mismatch.
  */
 async function verifyChecksums(dir: string, manifest: SegmentManifest): Promise<void> {
-  const files = SEGMENT_FILES.map((name) => path.join(dir, name));
+  const names = segmentFiles(manifest.formatVersion);
+  const files = names.map((name) => path.join(dir, name));
   const digests = await new Promise<string[]>((resolve, reject) => {
     const worker = new Worker(CHECKSUM_WORKER, { eval: true, workerData: files });
     worker.once("message", (msg: { digests?: string[]; error?: string }) =>
@@ -294,7 +313,7 @@ async function verifyChecksums(dir: string, manifest: SegmentManifest): Promise<
     worker.once("error", (err) => reject(new IndexFormatError(dir, `cannot checksum: ${err.message}`, err)));
     worker.once("exit", (code) => reject(new IndexFormatError(dir, `checksum worker exited with code ${code}`)));
   });
-  SEGMENT_FILES.forEach((name, i) => {
+  names.forEach((name, i) => {
     if (digests[i] !== manifest.files[name].sha256) throw new IndexFormatError(dir, `${name} checksum mismatch (corrupted)`);
   });
 }
@@ -337,8 +356,8 @@ async function readManifest(dir: string): Promise<SegmentManifest> {
     throw new IndexFormatError(dir, `${MANIFEST_FILE} is not valid JSON (truncated or corrupted)`, err);
   }
   if (m?.format !== FORMAT_NAME) throw new IndexFormatError(dir, `unknown format ${JSON.stringify(m?.format)}, expected ${FORMAT_NAME}`);
-  if (m.formatVersion !== FORMAT_VERSION) {
-    throw new IndexFormatError(dir, `format version ${m.formatVersion} is not supported (this build reads version ${FORMAT_VERSION}); rebuild the index`);
+  if (!READABLE_VERSIONS.includes(m.formatVersion)) {
+    throw new IndexFormatError(dir, `format version ${m.formatVersion} is not supported (this build reads versions ${READABLE_VERSIONS.join(" and ")}); rebuild the index`);
   }
   const problems: string[] = [];
   if (typeof m.version !== "string") problems.push("version");
@@ -346,7 +365,7 @@ async function readManifest(dir: string): Promise<SegmentManifest> {
   if (!Number.isInteger(m.dims) || m.dims < 1) problems.push("dims");
   if (typeof m.embedderId !== "string") problems.push("embedderId");
   if (typeof m.createdAt !== "string") problems.push("createdAt");
-  for (const name of SEGMENT_FILES) {
+  for (const name of segmentFiles(m.formatVersion)) {
     const f = m.files?.[name];
     if (!f || !Number.isInteger(f.bytes) || f.bytes < 0 || typeof f.sha256 !== "string") problems.push(`files.${name}`);
   }

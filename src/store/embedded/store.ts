@@ -13,6 +13,7 @@ import { normalizePointId } from "./filter-compile.js";
 import type { HnswParams } from "./hnsw.js";
 import { PayloadIndex } from "./payload-index.js";
 import { IndexFormatError, Segment } from "./segment.js";
+import { SUBGRAPH_FIELDS, SUBGRAPH_MIN_ROWS } from "./subgraphs.js";
 import type { Hit } from "./types.js";
 import { EmbeddedWriter, IndexDir, parseLabel, type WriterHost } from "./writer.js";
 
@@ -32,6 +33,8 @@ export interface EmbeddedStoreOptions {
   readonly lockPollIntervalMs?: number;
   /** Verify every file's SHA-256 at load (default true; ~0.3 s for the full index). */
   readonly verifyChecksums?: boolean;
+  /** Values of category and language with at least this many rows get their own graph (default SUBGRAPH_MIN_ROWS). */
+  readonly subgraphMinRows?: number;
 }
 
 const DEFAULT_LOCK_TIMEOUT_MS = 30 * 60_000;
@@ -231,6 +234,7 @@ export class EmbeddedStore implements VectorStore {
       dir: this.dir,
       logger: this.log,
       hnsw: this.hnsw,
+      subgraphs: { fields: SUBGRAPH_FIELDS, minRows: this.opts.subgraphMinRows },
       keepVersions: this.opts.keepVersions,
       lockTimeoutMs: this.opts.lockTimeoutMs,
       lockPollIntervalMs: this.opts.lockPollIntervalMs,
@@ -280,6 +284,7 @@ function validateOptions(o: EmbeddedStoreOptions): ValidatedOptions {
   int("keepVersions", o?.keepVersions, 1, 1000);
   if (o?.lockTimeoutMs !== undefined) int("lockTimeoutMs", o.lockTimeoutMs, 0);
   if (o?.lockPollIntervalMs !== undefined) int("lockPollIntervalMs", o.lockPollIntervalMs, 1, 60_000);
+  if (o?.subgraphMinRows !== undefined) int("subgraphMinRows", o.subgraphMinRows, 1);
   if (problems.length) throw new ReposearchError(ErrorCode.ValidationError, `invalid embedded store options: ${problems.join("; ")}`);
   return {
     dataDir: o.dataDir,
@@ -290,6 +295,7 @@ function validateOptions(o: EmbeddedStoreOptions): ValidatedOptions {
     lockTimeoutMs: o.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
     lockPollIntervalMs: o.lockPollIntervalMs ?? DEFAULT_LOCK_POLL_MS,
     verifyChecksums: o.verifyChecksums ?? true,
+    subgraphMinRows: o.subgraphMinRows ?? SUBGRAPH_MIN_ROWS,
   };
 }
 

@@ -188,7 +188,7 @@ describe("EmbeddedWriter", () => {
     assert.deepEqual(await versionsOf(dataDir), ["v000003", "v000004"]);
     const current = JSON.parse(await readFile(path.join(dataDir, "index", "CURRENT"), "utf8"));
     assert.deepEqual(current, { version: "v000004" });
-    assert.deepEqual([...stages], ["lock", "merge", "hnsw", "lexical", "payload-index", "write", "publish", "gc"]);
+    assert.deepEqual([...stages], ["lock", "merge", "hnsw", "subgraphs", "lexical", "payload-index", "write", "publish", "gc"]);
   });
 
   it("abort drops staged work", async () => {

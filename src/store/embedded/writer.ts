@@ -28,6 +28,7 @@ import {
   writeFileDurable,
 } from "./fsutil.js";
 import type { HnswParams } from "./hnsw.js";
+import type { SubgraphOptions } from "./subgraphs.js";
 import { float32View, IndexFormatError, Segment } from "./segment.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -171,6 +172,7 @@ export interface WriterHost {
   readonly dir: IndexDir;
   readonly logger: Logger;
   readonly hnsw: HnswParams;
+  readonly subgraphs: SubgraphOptions;
   readonly keepVersions: number;
   readonly lockTimeoutMs: number;
   readonly lockPollIntervalMs: number;
@@ -430,7 +432,7 @@ export class EmbeddedWriter implements StoreWriter {
       const labels = await dir.listVersions();
       const latest = Math.max(0, parseLabel(published?.version ?? "") ?? 0, ...labels.map((l) => parseLabel(l)!));
       const label = formatLabel(latest + 1);
-      const segment = Segment.build(points, { version: label, dims: this.opts.dims, embedderId: this.opts.embedderId, hnsw: this.host.hnsw }, onProgress);
+      const segment = Segment.build(points, { version: label, dims: this.opts.dims, embedderId: this.opts.embedderId, hnsw: this.host.hnsw, subgraphs: this.host.subgraphs }, onProgress);
 
       const tmp = path.join(dir.versionsDir, `${label}${TMP_MARKER}${randomSuffix()}`);
       await ensureDir(tmp);
