@@ -108,6 +108,33 @@ test("the default build fine-tunes the distilled model and embeds with it; STATI
   assert.equal(activeModel(dir).id, trained.id);
 });
 
+test("reposearch train: trains the active distilled model, reuses an existing model of the same id, and --activate points ACTIVE at it", async () => {
+  const dir = await tempDir("train-cli");
+  const ds = await writeJsonl(path.join(dir, "ds.jsonl"), rows.slice(0, 500));
+  const env = testEnv({ STATIC_TRAIN_EPOCHS: "0" });
+  assert.equal((await runCli(["index", "--dataset", ds, "--data-dir", dir], env)).code, 0);
+  const distilled = activeModel(dir).id;
+
+  const first = await runCli(["train", "--dataset", ds, "--data-dir", dir, "--epochs", "2"], env);
+  assert.equal(first.code, 0, first.stderr.slice(-2000));
+  const id = /model\s+static:([0-9a-f]{16})/.exec(first.stdout)?.[1];
+  assert.ok(id, first.stdout);
+  assert.match(first.stdout, new RegExp(`init\\s+static:${distilled}`));
+  assert.match(first.stdout, /active\s+no/);
+  assert.equal(logLines(first.stderr).filter((l) => l.msg === "epoch").length, 2);
+  assert.equal(activeModel(dir).id, distilled, "not activated without --activate");
+
+  const again = await runCli(["train", "--dataset", ds, "--data-dir", dir, "--epochs", "2", "--activate"], env);
+  assert.equal(again.code, 0, again.stderr.slice(-2000));
+  assert.match(again.stdout, /already trained with this configuration and data/);
+  assert.equal(logLines(again.stderr).filter((l) => l.msg === "epoch").length, 0);
+  assert.deepEqual(activeModel(dir), { id, trainedFrom: distilled });
+
+  const bad = await runCli(["train", "--dataset", ds, "--data-dir", dir, "--epochs", "0"], env);
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.stderr, /--epochs: invalid value/);
+});
+
 test("a changed dataset embeds only new and changed repositories and deletes removed ones", async () => {
   const dir = await freshDataDir("incr");
   const base = rows.slice(0, 1000);

@@ -5,7 +5,6 @@
  * `reposearch index` embeds with it (and re-embeds every repository, since the embedder id changes).
  */
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { logger } from "../common/logger.js";
@@ -15,7 +14,7 @@ import { isNewer } from "../dataset/normalize.js";
 import type { RepoRecord } from "../dataset/record.js";
 import { DEFAULT_TRAIN_CONFIG, PAIR_KINDS, type PairKind, type TrainConfig } from "../embed/train.js";
 import { Progress } from "../indexer/progress.js";
-import { activeStaticModel, ensureStaticModel, setActive, staticModelsRoot, trainModel } from "../indexer/static-model.js";
+import { activeStaticModel, ensureStaticModel, setActive, staticModelsRoot, trainedFrom, trainModel } from "../indexer/static-model.js";
 import type { Command, CommandContext } from "./main.js";
 
 const USAGE =
@@ -80,8 +79,8 @@ async function initModelDir(config: Config, values: CommandContext["values"], re
   }
   const active = await activeStaticModel(config.dataDir);
   if (active) {
-    const meta = JSON.parse(await readFile(path.join(active, "model.json"), "utf8")) as { trainedFrom?: string };
-    if (meta.trainedFrom && existsSync(path.join(root, meta.trainedFrom, "model.json"))) return path.join(root, meta.trainedFrom);
+    const from = await trainedFrom(active);
+    if (from !== null && existsSync(path.join(root, from, "model.json"))) return path.join(root, from);
     return active;
   }
   const ek = config.embedder;
