@@ -16,6 +16,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { sha256Hex } from "../../common/hash.js";
+import type { AccountStatus, Principal } from "./types.js";
 
 export const KEY_PREFIX_TAG = "rsk_";
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -94,6 +95,31 @@ const HEX_RE = /^(?:[0-9a-fA-F]{2})*$/;
 export function constantTimeEqualHex(a: string, b: string): boolean {
   if (a.length !== b.length || !HEX_RE.test(a) || !HEX_RE.test(b)) return false;
   return timingSafeEqual(Buffer.from(a, "hex"), Buffer.from(b, "hex"));
+}
+
+/** A stored key joined with its account, as both ledgers' key lookups return it. */
+export interface StoredKeyRow {
+  readonly key_hash: string;
+  readonly scopes: string;
+  readonly revoked_at: unknown;
+  readonly prefix: string;
+  readonly account_id: string;
+  readonly account_name: string;
+  readonly account_status: AccountStatus;
+}
+
+/** The principal `key` authenticates as, given the row stored under its prefix: null unless the hash matches and the key is live. */
+export function principalOf(key: string, row: StoredKeyRow | undefined): Principal | null {
+  if (!row) return null;
+  if (!constantTimeEqualHex(hashKey(key), row.key_hash)) return null;
+  if (row.revoked_at !== null) return null;
+  return {
+    accountId: row.account_id,
+    accountName: row.account_name,
+    accountStatus: row.account_status,
+    keyPrefix: row.prefix,
+    scopes: row.scopes.split(",").filter(Boolean),
+  };
 }
 
 /** Replaces every key-shaped substring with its prefix and "…", so logs and error messages never carry a secret. */

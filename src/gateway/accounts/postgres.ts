@@ -16,7 +16,7 @@ import pg from "pg";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { fnv1a32 } from "../../common/hash.js";
 import { logger as rootLogger, type Logger } from "../../common/logger.js";
-import { constantTimeEqualHex, generateKey, hashKey, KEY_PREFIX_RE, parseKey, redactKeys } from "./keys.js";
+import { generateKey, hashKey, KEY_PREFIX_RE, parseKey, principalOf, redactKeys } from "./keys.js";
 import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, StoreHealth } from "./types.js";
 import {
   validateAccountName,
@@ -293,17 +293,7 @@ export class PostgresAccountStore implements AccountStore {
        FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.prefix = $1`,
       [parsed.prefix],
     );
-    const row = r.rows[0];
-    if (!row) return null;
-    if (!constantTimeEqualHex(hashKey(key), row.key_hash)) return null;
-    if (row.revoked_at !== null) return null;
-    return {
-      accountId: row.account_id,
-      accountName: row.account_name,
-      accountStatus: row.account_status,
-      keyPrefix: row.prefix,
-      scopes: row.scopes.split(",").filter(Boolean),
-    };
+    return principalOf(key, r.rows[0]);
   }
 
   async topup(accountName: string, micros: number, opts: { reference?: string } = {}): Promise<number> {

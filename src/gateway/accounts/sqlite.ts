@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
-import { constantTimeEqualHex, generateKey, hashKey, KEY_PREFIX_RE, parseKey, redactKeys } from "./keys.js";
+import { generateKey, hashKey, KEY_PREFIX_RE, parseKey, principalOf, redactKeys } from "./keys.js";
 import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, StoreHealth } from "./types.js";
 import {
   validateAccountName,
@@ -207,17 +207,7 @@ export class SqliteAccountStore implements AccountStore {
   async authenticate(key: string): Promise<Principal | null> {
     const parsed = parseKey(key);
     if (!parsed) return null;
-    const row = this.stmts.keyByPrefix.get(parsed.prefix) as KeyRow | undefined;
-    if (!row) return null;
-    if (!constantTimeEqualHex(hashKey(key), row.key_hash)) return null;
-    if (row.revoked_at !== null) return null;
-    return {
-      accountId: row.account_id,
-      accountName: row.account_name,
-      accountStatus: row.account_status,
-      keyPrefix: row.prefix,
-      scopes: row.scopes.split(",").filter(Boolean),
-    };
+    return principalOf(key, this.stmts.keyByPrefix.get(parsed.prefix) as KeyRow | undefined);
   }
 
   async topup(accountName: string, micros: number, opts: { reference?: string } = {}): Promise<number> {
