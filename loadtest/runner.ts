@@ -23,7 +23,7 @@ import { IndexDir } from "../src/store/embedded/writer.js";
 import { indexEmbedderId, multiThreadCeiling, singleThreadCeiling, type CeilingResult } from "./ceiling.js";
 import { Latencies, percentile, runPhases, type LoadRequest, type Phase, type PhaseRecord, type Target } from "./loadgen.js";
 import { buildRequests, DEFAULT_MIX_PATH, DEFAULT_QUERIES_PATH, loadMix, loadMixQueries } from "./mix.js";
-import { killLiveServers, procCpuSeconds, procRssMb, startChildServer, type ChildServer } from "./server.js";
+import { killLiveServers, procTreeCpuSeconds, procTreeRssMb, startChildServer, type ChildServer } from "./server.js";
 
 export const SCENARIOS = ["smoke", "load", "stress", "spike", "soak"] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
@@ -290,7 +290,7 @@ async function main(): Promise<number> {
         timeoutMs,
         sampleEvery,
         onBoundary: () => {
-          serverCpu.push(serverPid === null ? null : procCpuSeconds(serverPid));
+          serverCpu.push(serverPid === null ? null : procTreeCpuSeconds(serverPid));
           const u = process.cpuUsage();
           ownCpu.push((u.user + u.system) / 1e6);
         },
@@ -306,7 +306,7 @@ async function main(): Promise<number> {
       const total = recs.length === 1 ? phaseSummaries[0]! : summarize(`${plan.name} (all)`, recs, cpuDelta(first, phases.length), ownCpu[phases.length]! - ownCpu[first]!);
       if (recs.length > 1) rows.push(...phaseSummaries);
       rows.push(total);
-      results.push({ scenario: plan.name, warmupSeconds: warmup, loadavgAtStart: loadavg, serverRssMbAtEnd: serverPid === null ? null : procRssMb(serverPid), total, ...(recs.length > 1 ? { phases: phaseSummaries } : {}) });
+      results.push({ scenario: plan.name, warmupSeconds: warmup, loadavgAtStart: loadavg, serverRssMbAtEnd: serverPid === null ? null : procTreeRssMb(serverPid), total, ...(recs.length > 1 ? { phases: phaseSummaries } : {}) });
     }
   } catch (e) {
     if (server) console.error(`server log (last lines):\n${server.logTail()}`);

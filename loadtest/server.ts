@@ -6,7 +6,7 @@
  * that ledger before the server starts. CPU is read from /proc/<pid>/stat.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -181,4 +181,36 @@ export function procRssMb(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** Direct children of a process (cluster workers), from /proc/<pid>/task/<tid>/children (Linux ≥ 3.5). */
+export function childPids(pid: number): number[] {
+  try {
+    const out: number[] = [];
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").trim();
+      if (text) out.push(...text.split(/\s+/).map(Number));
+    }
+    return out;
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * CPU seconds of a process and its live direct children (a cluster primary and its workers); null if
+ * the process itself is unreadable. A child that exits between two readings takes its time with it,
+ * so compare readings over a period without restarts.
+ */
+export function procTreeCpuSeconds(pid: number): number | null {
+  const own = procCpuSeconds(pid);
+  if (own === null) return null;
+  return childPids(pid).reduce((s, c) => s + (procCpuSeconds(c) ?? 0), own);
+}
+
+/** Resident set size in MB of a process and its live direct children; null if the process is unreadable. */
+export function procTreeRssMb(pid: number): number | null {
+  const own = procRssMb(pid);
+  if (own === null) return null;
+  return childPids(pid).reduce((s, c) => s + (procRssMb(c) ?? 0), own);
 }

@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import { ReposearchError, ErrorCode } from "../common/errors.js";
 import { logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
@@ -5,6 +6,7 @@ import { loadQueryEmbedder } from "../embed/factory.js";
 import { parseShard, runIndex, type IndexReport } from "../indexer/indexer.js";
 import { Progress } from "../indexer/progress.js";
 import type { ScoredPoint } from "../store/types.js";
+import { isClusterPrimary, reportWorkerReady, runClusterPrimary } from "../server/cluster.js";
 import { closeOnSignals, serve } from "../server/serve.js";
 import { BootstrapStore, FallbackStore } from "../store/bootstrap.js";
 import { EmbeddedStore } from "../store/embedded/store.js";
@@ -157,11 +159,29 @@ export const commands: Record<string, Command> = {
     async run({ config, values }) {
       const role = (values.role as string | undefined) ?? "all";
       if (role !== "all" && role !== "core" && role !== "gateway") throw new ReposearchError(ErrorCode.ValidationError, "--role must be all, core or gateway");
-      const running = await serve(config, role, VERSION);
-      if (running.gateway) console.log(`reposearch ${VERSION} serving at ${running.gateway.url}`);
-      if (running.core) console.log(`search core (gRPC) at ${running.core.grpc.address}`);
-      await closeOnSignals(running);
-      return 0;
+      if (isClusterPrimary(config)) {
+        // SERVE_PROCESSES > 1: this process forks the workers (each re-runs this command) and serves nothing itself.
+        await runClusterPrimary(config, role, {
+          onReady(r) {
+            if (r.url) console.log(`reposearch ${VERSION} serving at ${r.url} (${r.processes} processes)`);
+            if (r.grpcAddress) console.log(`search core (gRPC) at ${r.grpcAddress}`);
+          },
+        });
+        return 0;
+      }
+      try {
+        const running = await serve(config, role, VERSION);
+        if (cluster.isWorker) reportWorkerReady(running);
+        else {
+          if (running.gateway) console.log(`reposearch ${VERSION} serving at ${running.gateway.url}`);
+          if (running.core) console.log(`search core (gRPC) at ${running.core.grpc.address}`);
+        }
+        await closeOnSignals(running);
+        return 0;
+      } finally {
+        // A worker's IPC channel to the primary would keep it alive after everything else closed (or failed).
+        if (cluster.isWorker) cluster.worker?.disconnect();
+      }
     },
   },
   start: {

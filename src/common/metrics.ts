@@ -5,7 +5,9 @@
  * instead of throwing. Metric definitions live with their owners: src/gateway/metrics.ts,
  * src/core/metrics.ts, src/store/serve/server.ts. docs/observability.md lists them all.
  */
+import cluster from "node:cluster";
 import {
+  AggregatorRegistry,
   Counter,
   Gauge,
   Histogram,
@@ -95,8 +97,10 @@ export function indexGauges(registry: Registry): IndexGauges {
     return pending;
   };
   return {
+    // Aggregated over cluster workers (SERVE_PROCESSES > 1) the laggard shows: oldest version, largest age.
     version: gauge(registry, {
       name: "index_version",
+      aggregator: "min",
       help: "Numeric part of the served index version label (v000003 is 3); 0 while none is served.",
       async collect() {
         const s = await read();
@@ -105,6 +109,7 @@ export function indexGauges(registry: Registry): IndexGauges {
     }),
     points: gauge(registry, {
       name: "index_points",
+      aggregator: "min",
       help: "Points (repositories) in the served index version.",
       async collect() {
         const s = await read();
@@ -113,6 +118,7 @@ export function indexGauges(registry: Registry): IndexGauges {
     }),
     age: gauge(registry, {
       name: "index_age_seconds",
+      aggregator: "max",
       help: "Seconds since the served index version was published.",
       async collect() {
         const s = await read();
@@ -123,4 +129,84 @@ export function indexGauges(registry: Registry): IndexGauges {
       source = s;
     },
   };
+}
+
+// --- cluster workers ------------------------------------------------------------------------------
+// With SERVE_PROCESSES > 1 every worker has its own registry, and a scrape lands on any one of them.
+// The worker that gets it asks the primary, which collects every worker's registry through
+// prom-client's AggregatorRegistry (counters and histograms summed, gauges by their `aggregator`)
+// and sends the text back, so each scrape sees the whole machine.
+
+const METRICS_REQUEST = "reposearch:metrics-request";
+const METRICS_RESPONSE = "reposearch:metrics-response";
+/** How long a worker waits for the primary's aggregate before the scrape fails. */
+export const CLUSTER_METRICS_TIMEOUT_MS = 10_000;
+
+interface MetricsRequest {
+  readonly type: typeof METRICS_REQUEST;
+  readonly id: number;
+}
+interface MetricsResponse {
+  readonly type: typeof METRICS_RESPONSE;
+  readonly id: number;
+  readonly text?: string;
+  readonly error?: string;
+}
+
+let joined: Registry | null = null;
+let nextRequestId = 0;
+const pendingScrapes = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
+
+/**
+ * In a cluster worker: makes `registry` the one the primary aggregates (call once, at start-up,
+ * before the first scrape can reach any worker). A no-op outside a cluster worker.
+ */
+export function joinClusterMetrics(registry: Registry): void {
+  if (!cluster.isWorker || joined) return;
+  joined = registry;
+  AggregatorRegistry.setRegistries([registry]);
+  // Constructing one installs prom-client's worker-side listener that answers the primary.
+  new AggregatorRegistry();
+  process.on("message", (msg: unknown) => {
+    const m = msg as Partial<MetricsResponse> | null;
+    if (m?.type !== METRICS_RESPONSE || typeof m.id !== "number") return;
+    const p = pendingScrapes.get(m.id);
+    if (!p) return;
+    pendingScrapes.delete(m.id);
+    clearTimeout(p.timer);
+    if (typeof m.text === "string") p.resolve(m.text);
+    else p.reject(new Error(`cluster metrics: ${m.error ?? "no text"}`));
+  });
+}
+
+/** The Prometheus text a scrape of this process should get: the whole cluster's when it is a joined worker. */
+export function metricsExposition(registry: Registry): Promise<string> {
+  if (!cluster.isWorker || joined !== registry || !process.send) return registry.metrics();
+  const id = ++nextRequestId;
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      pendingScrapes.delete(id);
+      reject(new Error(`cluster metrics: the primary did not answer within ${CLUSTER_METRICS_TIMEOUT_MS} ms`));
+    }, CLUSTER_METRICS_TIMEOUT_MS);
+    timer.unref();
+    pendingScrapes.set(id, { resolve, reject, timer });
+    process.send!({ type: METRICS_REQUEST, id } satisfies MetricsRequest);
+  });
+}
+
+/** In the cluster primary: answers workers' scrape requests with the aggregate over all workers. */
+export function serveClusterMetrics(): void {
+  const aggregator = new AggregatorRegistry();
+  cluster.on("message", (worker, msg: unknown) => {
+    const m = msg as Partial<MetricsRequest> | null;
+    if (m?.type !== METRICS_REQUEST || typeof m.id !== "number") return;
+    const id = m.id;
+    const reply = (r: Omit<MetricsResponse, "type" | "id">): void => {
+      if (worker.isConnected()) worker.send({ type: METRICS_RESPONSE, id, ...r } satisfies MetricsResponse);
+    };
+    aggregator.clusterMetrics().then(
+      (text) => reply({ text }),
+      (err: unknown) => reply({ error: err instanceof Error ? err.message : String(err) }),
+    );
+  });
 }

@@ -4,7 +4,7 @@
  * a bad value fails fast with a message naming the variable.
  */
 import { existsSync } from "node:fs";
-import { cpus } from "node:os";
+import { availableParallelism, cpus } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
@@ -75,6 +75,7 @@ const envSchema = z.object({
   INDEX_WATCH_INTERVAL_MS: int(100, 3_600_000).default(2_000),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
   METRICS_PORT: int(0, 65535).default(9464),
+  SERVE_PROCESSES: int(0, 256).default(0),
   // Rerank stage.
   RERANKER: z.enum(RERANKER_KINDS).default("off"),
   RERANK_MODEL_DIR: optionalString,
@@ -163,6 +164,8 @@ export interface Config {
     readonly shutdownGraceMs: number;
     /** HTTP port of a core-only process for /metrics and /health (the gateway serves its own). */
     readonly metricsPort: number;
+    /** Serving processes `reposearch serve` runs (node:cluster workers sharing the ports); 1 = no cluster. */
+    readonly processes: number;
   };
   readonly rerank: {
     /** Which reranker the server enables; "off" disables the stage whatever requests ask. */
@@ -294,6 +297,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       indexWatchIntervalMs: e.INDEX_WATCH_INTERVAL_MS,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
       metricsPort: e.METRICS_PORT,
+      // 0 = one per core the process may run on, like nginx's `worker_processes auto`.
+      processes: e.SERVE_PROCESSES === 0 ? Math.max(1, availableParallelism()) : e.SERVE_PROCESSES,
     },
     rerank: {
       kind: e.RERANKER,

@@ -15,6 +15,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { untilAborted } from "../common/abort.js";
 import { ErrorCode, ReposearchError, httpStatusOf, type ErrorDetail } from "../common/errors.js";
 import type { Logger } from "../common/logger.js";
+import { metricsExposition } from "../common/metrics.js";
 import { SpanKind, extractTraceContext, failSpan, startSpan, traceHeaders, traceIdOf, type Context, type Span } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
 import type { SearchRequest, SearchResponse } from "../core/types.js";
@@ -342,7 +343,7 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
   app.use(docsRouter());
 
   app.get(METRICS_PATH, async (_req: Request, res: Response) => {
-    const text = await metrics.registry.metrics();
+    const text = await metricsExposition(metrics.registry);
     res.setHeader("Cache-Control", "no-store");
     res.type(metrics.registry.contentType).send(text);
   });

@@ -3,14 +3,16 @@
  *
  * The Redis backend counts with one atomic Lua increment per request, so the limit is exact under
  * concurrency and across any number of gateway processes that share the key prefix. The memory
- * backend is exact within one process only.
+ * backend is exact within one process, and within one machine's cluster (SERVE_PROCESSES > 1): there
+ * the workers' counters live in the primary (RateLimiterCluster over IPC), not once per worker.
  *
  * When the Redis store cannot answer, the limiter fails closed (RATE_LIMIT_UNAVAILABLE, 503) unless
  * configured to fail open, in which case each process admits up to `failOpenPerMinute` per key from
  * an in-process counter and logs a (throttled) warning.
  */
 import { Redis } from "ioredis";
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import cluster from "node:cluster";
+import { RateLimiterCluster, RateLimiterClusterMaster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import type { Logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
@@ -107,6 +109,18 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** How long a cluster worker waits for the primary's counter; generous, since a busy worker reads replies late. */
+export const CLUSTER_LIMITER_TIMEOUT_MS = 2_000;
+
+/** A memory-backend consume; only the cluster variant can fail (the primary did not answer), and fails closed. */
+async function memoryConsume(limiter: RateLimiterAbstract, key: string): Promise<{ readonly allowed: boolean; readonly res: RateLimiterRes }> {
+  try {
+    return await tryConsume(limiter, key);
+  } catch (err) {
+    throw new ReposearchError(ErrorCode.RateLimitUnavailable, "rate limiting is temporarily unavailable; retry later", { cause: err });
+  }
+}
+
 export async function createLimiter(config: LimiterConfig, logger: Logger, opts: LimiterOptions = {}): Promise<Limiter> {
   const { ipPerMinute, accountPerMinute, failMode, failOpenPerMinute } = config.gateway.rateLimit;
   const keyPrefix = opts.keyPrefix ?? "reposearch:rl";
@@ -115,17 +129,21 @@ export async function createLimiter(config: LimiterConfig, logger: Logger, opts:
   const warnConnection = throttledLog(log, 30_000);
 
   if (config.gateway.cacheBackend === "memory") {
-    const ip = new RateLimiterMemory({ keyPrefix: `${keyPrefix}:ip`, points: ipPerMinute, duration: WINDOW_SECONDS });
-    const account = new RateLimiterMemory({ keyPrefix: `${keyPrefix}:acct`, points: accountPerMinute, duration: WINDOW_SECONDS });
+    const memory = (suffix: string, points: number): RateLimiterAbstract =>
+      cluster.isWorker
+        ? new RateLimiterCluster({ keyPrefix: `${keyPrefix}:${suffix}`, points, duration: WINDOW_SECONDS, timeoutMs: CLUSTER_LIMITER_TIMEOUT_MS })
+        : new RateLimiterMemory({ keyPrefix: `${keyPrefix}:${suffix}`, points, duration: WINDOW_SECONDS });
+    const ip = memory("ip", ipPerMinute);
+    const account = memory("acct", accountPerMinute);
     return {
       backend: "memory",
       redis: null,
       async consumeIp(key) {
-        const r = await tryConsume(ip, key);
+        const r = await memoryConsume(ip, key);
         return decisionOf(r.allowed, ipPerMinute, r.res, false);
       },
       async consumeAccount(key) {
-        const r = await tryConsume(account, key);
+        const r = await memoryConsume(account, key);
         return decisionOf(r.allowed, accountPerMinute, r.res, false);
       },
       async cacheHealth() {
@@ -210,4 +228,10 @@ export async function createLimiter(config: LimiterConfig, logger: Logger, opts:
       }
     },
   };
+}
+
+/** In the cluster primary: holds the memory backend's counters for every worker (idempotent). */
+export function serveClusterLimiter(): void {
+  // The library keeps one instance per process; constructing it installs the IPC listeners.
+  new RateLimiterClusterMaster();
 }

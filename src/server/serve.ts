@@ -4,10 +4,12 @@
  * work is refused, in-flight requests finish within SHUTDOWN_GRACE_MS, then everything closes.
  */
 import type { Server } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { logger as rootLogger, type Logger } from "../common/logger.js";
-import { newRegistry } from "../common/metrics.js";
+import { joinClusterMetrics, metricsExposition, newRegistry } from "../common/metrics.js";
 import { initTracing } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
 import { SearchEngine } from "../core/engine.js";
@@ -38,7 +40,11 @@ export interface CoreHandle {
 
 /** `registry`: where the core's metrics go; pass the gateway's to expose both on one /metrics. */
 /** `store`: serve this store instead of opening the configured one (the caller watches and closes it with the core). */
-export async function startCore(config: Config, opts: { logger?: Logger; version: string; registry?: Registry; store?: VectorStore }): Promise<CoreHandle> {
+/** `localSocketPath`: also listen there (a Unix socket) for a gateway in the same process. */
+export async function startCore(
+  config: Config,
+  opts: { logger?: Logger; version: string; registry?: Registry; store?: VectorStore; localSocketPath?: string },
+): Promise<CoreHandle> {
   const log = opts.logger ?? rootLogger.child({ component: "core" });
   const metrics = createCoreMetrics(opts.registry);
   const store = opts.store ?? (await openStore(config, { logger: log }));
@@ -57,7 +63,15 @@ export async function startCore(config: Config, opts: { logger?: Logger; version
   if (store instanceof EmbeddedStore) store.watch(config.server.indexWatchIntervalMs);
   const timer = setInterval(() => void engine.sync().catch((e: unknown) => log.warn("index sync failed", { error: (e as Error).message })), config.server.indexWatchIntervalMs);
   timer.unref();
-  const grpc = await startGrpcServer({ core: engine, host: config.server.host, port: config.server.grpcPort, logger: log, shutdownGraceMs: config.server.shutdownGraceMs, metrics });
+  const grpc = await startGrpcServer({
+    core: engine,
+    host: config.server.host,
+    port: config.server.grpcPort,
+    logger: log,
+    shutdownGraceMs: config.server.shutdownGraceMs,
+    metrics,
+    ...(opts.localSocketPath ? { localSocketPath: opts.localSocketPath } : {}),
+  });
   grpc.setServing(true);
   const info = await store.info();
   log.info("search core listening", { address: grpc.address, version: info.version, count: info.count, embedderId: info.embedderId, reranker: reranker?.id ?? "off" });
@@ -172,7 +186,7 @@ export async function startCoreMetricsServer(config: Config, core: CoreHandle): 
     void (async () => {
       const pathname = new URL(req.url ?? "/", "http://localhost").pathname;
       if (pathname === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
-        res.writeHead(200, { "Content-Type": registry.contentType, "Cache-Control": "no-store" }).end(await registry.metrics());
+        res.writeHead(200, { "Content-Type": registry.contentType, "Cache-Control": "no-store" }).end(await metricsExposition(registry));
       } else if (pathname === "/health") {
         const ok = core.engine.ready();
         res.writeHead(ok ? 200 : 503, { "Content-Type": "application/json" }).end(JSON.stringify({ status: ok ? "serving" : "not_serving" }));
@@ -214,13 +228,17 @@ export async function serve(config: Config, role: Role, version: string, opts: {
   const tracing = initTracing({ serviceName: tracingServiceName(config, role), serviceVersion: version, otlpEndpoint: config.tracing.otlpEndpoint });
   // One registry per process: with role "all" the gateway's /metrics shows the core's metrics too.
   const registry = newRegistry();
+  joinClusterMetrics(registry);
   let core: CoreHandle | null = null;
   let coreHttp: CoreMetricsServer | null = null;
   let gateway: GatewayHandle | null = null;
   try {
-    core = role === "gateway" ? null : await startCore(config, { version, registry, ...opts });
+    // Role "all": the gateway dials its own core over a per-process Unix socket (see startGrpcServer).
+    const localSocketPath = role === "all" ? path.join(tmpdir(), `reposearch-core-${process.pid}.sock`) : undefined;
+    core = role === "gateway" ? null : await startCore(config, { version, registry, ...opts, ...(localSocketPath ? { localSocketPath } : {}) });
     coreHttp = role === "core" && core ? await startCoreMetricsServer(config, core) : null;
-    gateway = role === "core" ? null : await startGateway(config, { version, registry, ...(core ? { coreAddress: core.grpc.address } : {}) });
+    const coreAddress = core ? (core.grpc.localAddress ?? core.grpc.address) : undefined;
+    gateway = role === "core" ? null : await startGateway(config, { version, registry, ...(coreAddress ? { coreAddress } : {}) });
   } catch (err) {
     await coreHttp?.close();
     await core?.close();

@@ -8,6 +8,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { ReflectionService } from "@grpc/reflection";
+import { rmSync } from "node:fs";
 import { HealthImplementation, type ServingStatus } from "grpc-health-check";
 import { untilAborted } from "../../common/abort.js";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
@@ -31,6 +32,12 @@ export interface GrpcServerOptions {
   readonly healthPollMs?: number;
   /** Records every SearchService call (grpc_server_handling_seconds, grpc_server_handled_total). */
   readonly metrics?: GrpcCallMetrics;
+  /**
+   * Also listen on this Unix socket (a path): the gateway in the same process dials it, which skips
+   * TCP and, with several serving processes sharing the TCP port, keeps each gateway on its own core.
+   * An existing file at the path is replaced.
+   */
+  readonly localSocketPath?: string;
 }
 
 export interface GrpcServerHandle {
@@ -38,6 +45,8 @@ export interface GrpcServerHandle {
   readonly port: number;
   /** `host:port` a client can dial. */
   readonly address: string;
+  /** `unix:PATH` when localSocketPath was given, else null. */
+  readonly localAddress: string | null;
   /**
    * Operator switch for health. false: NOT_SERVING whatever the core says (drain); true: SERVING as
    * soon as core.ready() (re-evaluated now, then on every poll). Ignored once shutdown has started.
@@ -225,8 +234,23 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     throw new Error(`gRPC server could not bind ${bindTarget}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   const address = formatAddress(opts.host, port);
+  let localAddress: string | null = null;
+  if (opts.localSocketPath) {
+    const target = `unix:${opts.localSocketPath}`;
+    rmSync(opts.localSocketPath, { force: true });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+      });
+    } catch (err) {
+      clearInterval(poll);
+      server.forceShutdown();
+      throw new Error(`gRPC server could not bind ${target}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    localAddress = target;
+  }
   evaluate();
-  log.info("gRPC server listening", { address });
+  log.info("gRPC server listening", { address, ...(localAddress ? { localAddress } : {}) });
 
   let shutdownPromise: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
@@ -246,6 +270,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
         log.warn("gRPC shutdown grace expired; closing remaining calls", { graceMs: opts.shutdownGraceMs });
         server.forceShutdown();
       }
+      if (opts.localSocketPath) rmSync(opts.localSocketPath, { force: true });
       log.info("gRPC server stopped");
     })();
     return shutdownPromise;
@@ -254,6 +279,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   return {
     port,
     address,
+    localAddress,
     setServing(serving: boolean): void {
       operatorServing = serving;
       evaluate();

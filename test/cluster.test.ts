@@ -1,0 +1,189 @@
+/**
+ * `reposearch serve` with SERVE_PROCESSES=2, end to end: the real CLI forks two workers over a small
+ * real index, and every request below is real HTTP on a fresh connection (the primary hands
+ * connections to the workers in turn). What one process could not show:
+ *  - the memory rate limiter counts once for the machine, not once per worker;
+ *  - /metrics on any worker reports the sum over both;
+ *  - a killed worker is replaced and the service keeps answering;
+ *  - SIGTERM drains both and the primary exits 0, leaving no socket files;
+ *  - a worker that cannot start fails the whole start instead of being restarted forever.
+ */
+import assert from "node:assert/strict";
+import { execFileSync, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { request } from "node:http";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { SEARCH_PATH } from "../src/gateway/openapi.js";
+import { datasetLines, runCli, startCli, tempDir, type CliResult } from "./helpers.js";
+import { buildIndex, stackEnv } from "./stack.js";
+
+const IP_LIMIT = 12;
+
+let dir: string;
+let env: NodeJS.ProcessEnv;
+let key: string;
+let primary: ChildProcess;
+let primaryDone: Promise<CliResult>;
+let url: string;
+/** The primary's stderr so far (the JSON log of the primary and both workers). */
+let primaryLog = "";
+
+/** One request on its own connection (agent: false), so consecutive requests reach different workers. */
+function send(method: string, pathname: string, body?: unknown, clientIp = "203.0.113.1"): Promise<{ status: number; text: string }> {
+  const u = new URL(pathname, url);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method,
+        agent: false,
+        // 127.0.0.1 is a trusted proxy here, so each caller below is counted under the address it presents.
+        headers: {
+          "x-forwarded-for": clientIp,
+          ...(payload ? { "content-type": "application/json", "x-api-key": key, "content-length": String(Buffer.byteLength(payload)) } : {}),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
+function workerPids(): number[] {
+  try {
+    return execFileSync("pgrep", ["-P", String(primary.pid)], { encoding: "utf8" }).trim().split("\n").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** The value of one sample line (`name{labels} value`) in Prometheus text, 0 when absent. */
+function sample(text: string, prefix: string): number {
+  const line = text.split("\n").find((l) => l.startsWith(prefix));
+  return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | null> | T | null, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== null) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+before(async () => {
+  dir = await tempDir("reposearch-cluster-");
+  await buildIndex(dir, await datasetLines(300), { env: stackEnv(dir, { STATIC_TRAIN_EPOCHS: "0" }) });
+  env = stackEnv(dir, {
+    SERVE_PROCESSES: "2",
+    LEDGER_SQLITE_PATH: path.join(dir, "ledger.sqlite"),
+    QUERY_CACHE_TTL_MS: "0",
+    RATE_LIMIT_IP_PER_MINUTE: String(IP_LIMIT),
+    TRUSTED_PROXIES: "127.0.0.1",
+  });
+  assert.equal((await runCli(["accounts", "create", "cluster"], env)).code, 0);
+  const created = await runCli(["keys", "create", "--account", "cluster", "--credits-usd", "5"], env);
+  assert.equal(created.code, 0, created.stderr);
+  key = created.stdout.split("\n")[0]!.trim();
+
+  ({ child: primary, done: primaryDone } = startCli(["serve"], env));
+  primary.stderr!.on("data", (d: Buffer) => (primaryLog += d.toString()));
+  let out = "";
+  url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "serving at" within 30 s: ${out}`)), 30_000);
+    primary.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /serving at (http:\/\/\S+) \(2 processes\)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    void primaryDone.then((r) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${r.code}: ${r.stderr.slice(-2000)}`));
+    });
+  });
+});
+
+after(() => {
+  if (primary && primary.exitCode === null) primary.kill("SIGKILL");
+  for (const pid of workerPids()) process.kill(pid, "SIGKILL");
+});
+
+test("two workers serve; the per-IP limit counts once across both; /metrics on either worker is the sum", async () => {
+  assert.equal(workerPids().length, 2);
+  const statuses: number[] = [];
+  for (let i = 0; i < IP_LIMIT + 4; i++) statuses.push((await send("POST", SEARCH_PATH, { query: `rss reader ${i}`, limit: 3 })).status);
+  // Per-worker counters would admit all 16 (8 per worker, under 12 each).
+  assert.deepEqual(
+    statuses,
+    [...Array<number>(IP_LIMIT).fill(200), 429, 429, 429, 429],
+  );
+
+  // From another address (scrapes count against the per-IP limit too); two connections, two workers.
+  const scrapes = [await send("GET", "/metrics", undefined, "203.0.113.2"), await send("GET", "/metrics", undefined, "203.0.113.2")];
+  for (const s of scrapes) {
+    assert.equal(s.status, 200, s.text.slice(0, 300));
+    assert.equal(sample(s.text, `http_request_duration_seconds_count{method="POST",route="${SEARCH_PATH}",status="200"}`), IP_LIMIT);
+    assert.equal(sample(s.text, `http_request_duration_seconds_count{method="POST",route="${SEARCH_PATH}",status="429"}`), 4);
+    assert.equal(sample(s.text, 'rate_limit_rejections_total{scope="ip"}'), 4);
+    assert.equal(sample(s.text, "credits_debited_micros_total"), IP_LIMIT * 1000);
+    assert.equal(sample(s.text, 'grpc_server_handled_total{grpc_service="reposearch.v1.SearchService",grpc_method="Search",grpc_code="OK"}'), IP_LIMIT);
+    // Gauges are not summed: both workers serve version 1 of 300 points.
+    assert.equal(sample(s.text, "index_points "), 300);
+    assert.equal(sample(s.text, "index_version "), 1);
+  }
+});
+
+test("a killed worker is replaced and the service keeps answering", async () => {
+  const [victim, survivor] = workerPids();
+  assert.ok(victim && survivor);
+  process.kill(victim, "SIGKILL");
+  const replaced = await waitFor("a replacement worker", () => {
+    const pids = workerPids();
+    return pids.length === 2 && !pids.includes(victim) ? pids : null;
+  });
+  assert.ok(replaced.includes(survivor));
+  assert.match(primaryLog, /"serving process exited; restarting it"/);
+  await waitFor("the replacement to serve", () => (primaryLog.match(/"worker serving"/g)?.length === 3 ? true : null));
+  for (let i = 0; i < 4; i++) assert.equal((await send("GET", "/health", undefined, "203.0.113.3")).status, 200);
+});
+
+test("SIGTERM drains every worker and the primary exits 0", async () => {
+  const pids = workerPids();
+  primary.kill("SIGTERM");
+  const r = await primaryDone;
+  assert.equal(r.code, 0, r.stderr.slice(-2000));
+  for (const pid of pids) assert.equal(existsSync(`/proc/${pid}`), false, `worker ${pid} still running`);
+  for (const pid of pids) assert.equal(existsSync(path.join(tmpdir(), `reposearch-core-${pid}.sock`)), false);
+  assert.match(r.stderr, /"all workers stopped"/);
+});
+
+test("a worker that cannot start fails the whole start (no restart loop)", async () => {
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+  try {
+    const port = (taken.address() as AddressInfo).port;
+    const r = await runCli(["serve"], { ...env, PORT: String(port) });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /serving process failed during start-up/);
+    assert.doesNotMatch(r.stderr, /restarting it/);
+  } finally {
+    taken.close();
+  }
+});
