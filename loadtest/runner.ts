@@ -2,14 +2,15 @@
  * `npm run loadtest`: the k6 scenarios (loadtest/k6) under Node, for machines without k6.
  *
  *   node dist/loadtest/runner.js [--scenario smoke,load] [--duration S] [--connections N] [--warmup S]
- *        [--data-dir DIR] [--base-url URL --api-key KEY [--server-pid PID]]
+ *        [--data-dir DIR] [--base-url URL --api-key KEY [--server-pid PID] [--server-processes N]]
  *        [--ceiling-seconds 10 | --no-ceiling] [--out results/loadtest.json]
  *
  * Without --base-url it starts `reposearch serve` on DATA_DIR's published index in a child process
- * (throw-away ledger, rate limits raised, query cache off: see server.ts) and measures that
- * process's CPU from /proc. The generator (loadgen.ts) runs here. After the scenarios, with the
- * server stopped, it measures the embedding-only ceiling (ceiling.ts) and reports sustained search
- * RPS as a fraction of the single-thread ceiling. Markdown table on stdout, JSON to --out.
+ * (throw-away ledger, rate limits raised, query cache off, default SERVE_PROCESSES: see server.ts)
+ * and measures the CPU of it and its workers from /proc. The generator (loadgen.ts) runs here. After
+ * the scenarios, with the server stopped, it measures the transport ceiling (transport.ts) and the
+ * embedding-only ceiling (ceiling.ts), and reports sustained search RPS as a fraction of both (of the
+ * embedding ceiling with one thread per serving process). Markdown table on stdout, JSON to --out.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -23,6 +24,7 @@ import { IndexDir } from "../src/store/embedded/writer.js";
 import { indexEmbedderId, multiThreadCeiling, singleThreadCeiling, type CeilingResult } from "./ceiling.js";
 import { Latencies, percentile, runPhases, type LoadRequest, type Phase, type PhaseRecord, type Target } from "./loadgen.js";
 import { buildRequests, DEFAULT_MIX_PATH, DEFAULT_QUERIES_PATH, loadMix, loadMixQueries } from "./mix.js";
+import { transportCeiling, type TransportCeiling } from "./transport.js";
 import { killLiveServers, procTreeCpuSeconds, procTreeRssMb, startChildServer, type ChildServer } from "./server.js";
 
 export const SCENARIOS = ["smoke", "load", "stress", "spike", "soak"] as const;
@@ -180,10 +182,11 @@ function indexInfo(dataDir: string): Record<string, unknown> | null {
   }
 }
 
-async function preflight(target: Target, body: Buffer): Promise<void> {
+/** One search before the run; returns its 200 body (the transport ceiling answers with it). */
+async function preflight(target: Target, body: Buffer): Promise<Buffer> {
   const res = await fetch(new URL("/v1/codehost/search", target.baseUrl), { method: "POST", headers: { "Content-Type": "application/json", "X-API-Key": target.apiKey }, body });
   const text = await res.text();
-  if (res.status === 200) return;
+  if (res.status === 200) return Buffer.from(text);
   const hint =
     res.status === 429
       ? " (the server's rate limits are in the way: run it with RATE_LIMIT_IP_PER_MINUTE and RATE_LIMIT_ACCOUNT_PER_MINUTE raised, e.g. 1000000000)"
@@ -204,6 +207,7 @@ async function main(): Promise<number> {
       "base-url": { type: "string" },
       "api-key": { type: "string" },
       "server-pid": { type: "string" },
+      "server-processes": { type: "string" },
       queries: { type: "string" },
       mix: { type: "string" },
       requests: { type: "string", default: "5000" },
@@ -220,7 +224,7 @@ async function main(): Promise<number> {
   if (values.help) {
     console.log(
       "usage: node dist/loadtest/runner.js [--scenario smoke,load|stress|spike|soak] [--duration S] [--connections N] [--warmup S]\n" +
-        "       [--data-dir DIR] [--base-url URL --api-key KEY [--server-pid PID]] [--ceiling-seconds S | --no-ceiling] [--out FILE]",
+        "       [--data-dir DIR] [--base-url URL --api-key KEY [--server-pid PID] [--server-processes N]] [--ceiling-seconds S | --no-ceiling] [--out FILE]",
     );
     return 0;
   }
@@ -275,8 +279,9 @@ async function main(): Promise<number> {
 
   const rows: Summary[] = [];
   const results: Record<string, unknown>[] = [];
+  let sampleResponse: Buffer | null = null;
   try {
-    await preflight(target, requests[0]!.body);
+    sampleResponse = await preflight(target, requests[0]!.body);
     for (const plan of plans) {
       const phases: Phase[] = warmup > 0 ? [{ label: "warm-up", connections: plan.phases[0]!.connections, seconds: warmup, record: false }, ...plan.phases] : plan.phases;
       const serverCpu: (number | null)[] = [];
@@ -317,6 +322,18 @@ async function main(): Promise<number> {
     process.off("SIGTERM", onSignal);
   }
 
+  // Serving processes of the system under test: the child's SERVE_PROCESSES (its default: one per CPU).
+  const serverProcesses = external ? num("server-processes", values["server-processes"], 1) ?? null : loadConfig({ ...process.env, ...server!.overrides }).server.processes;
+
+  // The transport ceiling, with the server stopped: the same generator against a Node HTTP server
+  // that does no work (transport.ts), as many processes as the service.
+  let transport: TransportCeiling | null = null;
+  const transportConnections = plans.find((p) => p.name === "load")?.phases[0]?.connections ?? connections ?? 50;
+  if (!values["no-ceiling"] && sampleResponse) {
+    console.error(`transport ceiling: node:http answering a fixed search response, ${serverProcesses ?? 1} process(es), ${transportConnections} connections, ${ceilingSeconds} s…`);
+    transport = await transportCeiling({ processes: serverProcesses ?? 1, connections: transportConnections, seconds: ceilingSeconds, requests, responseBody: sampleResponse });
+  }
+
   // The ceiling, with the server stopped (idle machine apart from this process).
   let ceiling: { embedderId: string; singleThread: CeilingResult; twoThreads: CeilingResult } | null = null;
   let ceilingNote: string | null = null;
@@ -335,8 +352,11 @@ async function main(): Promise<number> {
   }
 
   const load = results.find((r) => r.scenario === "load")?.total as Summary | undefined;
+  // The ceiling the service is compared with: one embedding thread per serving process (each embeds
+  // its queries on its main thread), so the two-thread figure when it runs two processes or more.
+  const machineCeiling = ceiling ? ((serverProcesses ?? 1) >= 2 ? ceiling.twoThreads : ceiling.singleThread) : null;
   // Three significant digits: with a fast embedder the ratio can be far below 0.001.
-  const ratio = (s: Summary) => (ceiling ? Number((s.rps / ceiling.singleThread.perSecond).toPrecision(3)) : null);
+  const ratio = (s: Summary) => (machineCeiling ? Number((s.rps / machineCeiling.perSecond).toPrecision(3)) : null);
   for (const r of results) (r as { ceilingRatio?: number | null }).ceilingRatio = ratio(r.total as Summary);
   const targets = load
     ? {
@@ -344,11 +364,13 @@ async function main(): Promise<number> {
         p99: { targetMs: TARGETS.p99Ms, actualMs: load.latencyMs.p99, pass: load.latencyMs.p99 <= TARGETS.p99Ms },
         errors: { target: TARGETS.errors, actual: load.errors + load.non2xx, pass: load.errors + load.non2xx === TARGETS.errors },
         rps: {
-          target: `≥ ${TARGETS.ceilingRatio} × single-thread embedding ceiling`,
-          targetRps: ceiling ? r1(TARGETS.ceilingRatio * ceiling.singleThread.perSecond) : null,
+          target: `≥ ${TARGETS.ceilingRatio} × embedding ceiling (${machineCeiling?.threads ?? 1} thread(s), one per serving process)`,
+          targetRps: machineCeiling ? r1(TARGETS.ceilingRatio * machineCeiling.perSecond) : null,
           actualRps: load.rps,
           ratio: ratio(load),
-          pass: ceiling ? load.rps >= TARGETS.ceilingRatio * ceiling.singleThread.perSecond : null,
+          pass: machineCeiling ? load.rps >= TARGETS.ceilingRatio * machineCeiling.perSecond : null,
+          transportCeilingRps: transport ? r1(transport.perSecond) : null,
+          ratioToTransport: transport ? Number((load.rps / transport.perSecond).toPrecision(3)) : null,
         },
       }
     : null;
@@ -358,11 +380,17 @@ async function main(): Promise<number> {
   if (ceiling) {
     const c = ceiling;
     console.log(
-      `\nembedding-only ceiling (${c.embedderId}, no HTTP or search): ${r1(c.singleThread.perSecond)} queries/s on 1 thread (the server's model: sequential on its main thread), ${r1(c.twoThreads.perSecond)} queries/s on 2 threads`,
+      `\nembedding-only ceiling (${c.embedderId}, no HTTP or search): ${r1(c.singleThread.perSecond)} queries/s on 1 thread, ${r1(c.twoThreads.perSecond)} queries/s on 2 threads (each serving process embeds sequentially on its main thread)`,
     );
-    for (const r of results) console.log(`  ${r.scenario}: ${(r.total as Summary).rps} RPS = ${r.ceilingRatio} × the single-thread ceiling`);
+    for (const r of results) console.log(`  ${r.scenario}: ${(r.total as Summary).rps} RPS = ${r.ceilingRatio} × the ${machineCeiling!.threads}-thread ceiling (one thread per serving process)`);
   } else {
     console.log(`\nembedding-only ceiling: ${ceilingNote}`);
+  }
+  if (transport) {
+    console.log(
+      `transport ceiling (node:http, ${transport.processes} process(es), ${transport.connections} connections, a fixed ${transport.responseBytes}-byte response, no work): ${r1(transport.perSecond)} RPS, ${transport.errors} errors, server CPU ${transport.serverCpuPct ?? "–"} %, generator CPU ${transport.generatorCpuPct} %`,
+    );
+    if (load) console.log(`  load: ${load.rps} RPS = ${(load.rps / transport.perSecond).toPrecision(3)} × the transport ceiling`);
   }
   if (targets) {
     const pf = (b: boolean | null) => (b === null ? "n/a" : b ? "PASS" : "FAIL");
@@ -389,8 +417,10 @@ async function main(): Promise<number> {
         generator: { kind: "closed loop, node:http keep-alive", timeoutMs, warmupSeconds: warmup, distinctBodies: requests.length, seed: Number(values.seed), sampleEvery },
         mix: { file: path.relative(projectRoot, values.mix ? path.resolve(values.mix) : DEFAULT_MIX_PATH), queries: path.relative(projectRoot, queriesPath), queryCount: queries.length, entries: mix.entries.map((e) => ({ name: e.name, weight: e.weight })) },
         scenarios: results,
+        serverProcesses,
         ceiling: ceiling ?? { note: ceilingNote },
-        ceilingRatioUses: "single-thread (sequential, as the server embeds on its main thread)",
+        ceilingRatioUses: `${machineCeiling?.threads ?? 1} thread(s): one per serving process, each embedding sequentially on its main thread`,
+        transportCeiling: transport,
         targets,
       },
       null,

@@ -22,6 +22,8 @@ export interface TransportCeiling {
   readonly errors: number;
   /** The echo server's CPU (primary and workers) as % of one core. */
   readonly serverCpuPct: number | null;
+  /** This process's (the generator's) CPU as % of one core: near 100, the generator is the limit. */
+  readonly generatorCpuPct: number;
 }
 
 /** Starts echo-server.ts with `processes` processes answering `responseBody`, runs `connections` closed loops for `seconds`. */
@@ -52,6 +54,7 @@ export async function transportCeiling(opts: {
     });
     const cpu = (): number | null => procTreeCpuSeconds(child.pid!);
     const marks: (number | null)[] = [];
+    const own: number[] = [];
     const recs: PhaseRecord[] = await runPhases({
       target: { baseUrl: url, apiKey: "none" },
       requests: opts.requests,
@@ -61,7 +64,11 @@ export async function transportCeiling(opts: {
       ],
       timeoutMs: 10_000,
       sampleEvery: 0,
-      onBoundary: () => marks.push(cpu()),
+      onBoundary: () => {
+        marks.push(cpu());
+        const u = process.cpuUsage();
+        own.push((u.user + u.system) / 1e6);
+      },
     });
     const rec = recs[0]!;
     const ok = rec.statuses["200"] ?? 0;
@@ -75,6 +82,7 @@ export async function transportCeiling(opts: {
       perSecond: ok / rec.seconds,
       errors,
       serverCpuPct: a == null || b == null ? null : Math.round(((b - a) / rec.seconds) * 1000) / 10,
+      generatorCpuPct: Math.round(((own[2]! - own[1]!) / rec.seconds) * 1000) / 10,
     };
   } finally {
     child.kill("SIGTERM");

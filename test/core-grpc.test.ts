@@ -27,6 +27,7 @@ import type { AppliedFilters, IndexStats, SearchFilters, SearchRequest, SearchRe
 import { CATEGORIES, type Category, type RepoPayload } from "../src/dataset/record.js";
 import { startCore, type CoreHandle } from "../src/server/serve.js";
 import { embeddedStoreFromConfig, type EmbeddedStore } from "../src/store/embedded/store.js";
+import type { DenseQuery } from "../src/store/types.js";
 import { datasetLines, lastReport, runCli, startCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
 import { buildIndex } from "./stack.js";
 
@@ -496,6 +497,32 @@ describe("results and meta", () => {
       assert.ok(!("rerank" in res.meta.methods));
     }
     assert.equal(v1Stats.rerankerId, null);
+  });
+});
+
+describe("dense stage beam (DENSE_EF_SEARCH)", () => {
+  it("the engine's dense stage asks the store for DENSE_EF_SEARCH, not the store's own efSearch", async () => {
+    const config = loadConfig(coreEnv({ DENSE_EF_SEARCH: "24", HNSW_EF_SEARCH: "200" }));
+    const store = await embeddedStoreFromConfig(config);
+    const asked: (number | undefined)[] = [];
+    // The real store, observed: every dense query's ef is recorded on its way in.
+    const observed = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === "denseSearch") return (q: DenseQuery) => (asked.push(q.ef), target.denseSearch(q));
+        const v: unknown = Reflect.get(target, prop, receiver);
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const ecore = await startCore(config, { version: "e2e-test", store: observed });
+    const eclient = new CoreClient(ecore.grpc.address, { defaultDeadlineMs: 5_000 });
+    try {
+      const res = await eclient.search({ query: `${WORD} library`, limit: 5 });
+      assert.ok(res.meta.methods.dense!.hits > 0);
+      assert.deepEqual(asked, [24]);
+    } finally {
+      eclient.close();
+      await ecore.close();
+    }
   });
 });
 

@@ -62,6 +62,7 @@ const envSchema = z.object({
   HNSW_M: int(4, 128).default(24),
   HNSW_EF_CONSTRUCTION: int(8, 2000).default(200),
   HNSW_EF_SEARCH: int(8, 5000).default(160),
+  DENSE_EF_SEARCH: int(8, 5000).default(64),
   FULL_SCAN_THRESHOLD: int(0).default(10_000),
   INDEX_KEEP_VERSIONS: int(1, 100).default(2),
   INDEX_CHECKPOINT_EVERY: int(16, 1_000_000).default(4096),
@@ -131,6 +132,8 @@ export interface Config {
     readonly hnswM: number;
     readonly hnswEfConstruction: number;
     readonly hnswEfSearch: number;
+    /** Beam width of the search core's dense retrieval stage (fusion candidates), below hnswEfSearch: see README "Ranking". */
+    readonly denseEfSearch: number;
     /** Filtered subsets at or below this many points are scanned exactly instead of walking HNSW. */
     readonly fullScanThreshold: number;
     /** Published index versions kept on disk (the newest is always kept). */
@@ -274,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       hnswM: e.HNSW_M,
       hnswEfConstruction: e.HNSW_EF_CONSTRUCTION,
       hnswEfSearch: e.HNSW_EF_SEARCH,
+      denseEfSearch: e.DENSE_EF_SEARCH,
       fullScanThreshold: e.FULL_SCAN_THRESHOLD,
       keepVersions: e.INDEX_KEEP_VERSIONS,
     },

@@ -98,6 +98,11 @@ export interface EngineOptions {
   readonly retrievers?: { readonly lexical: boolean; readonly dense: boolean };
   /** Clock for freshness filters (tests). */
   readonly now?: () => Date;
+  /**
+   * HNSW beam width of the dense stage; default: the store's own efSearch. The dense list is one of
+   * two fusion inputs, so it needs less recall than a store query on its own (DENSE_EF_SEARCH).
+   */
+  readonly denseEf?: number;
 }
 
 export interface Candidate {
@@ -123,6 +128,9 @@ export class SearchEngine implements SearchCore {
     if (opts.rerankTimeoutMs !== undefined && (!Number.isFinite(opts.rerankTimeoutMs) || opts.rerankTimeoutMs <= 0)) {
       throw new RangeError(`SearchEngine: rerankTimeoutMs must be positive (got ${opts.rerankTimeoutMs})`);
     }
+    if (opts.denseEf !== undefined && (!Number.isInteger(opts.denseEf) || opts.denseEf < 1)) {
+      throw new RangeError(`SearchEngine: denseEf must be a positive integer (got ${opts.denseEf})`);
+    }
     this.store = opts.store;
     this.fusion = opts.fusion ?? fusionWeights("base");
     this.log = opts.logger ?? rootLogger.child({ component: "core" });
@@ -130,7 +138,13 @@ export class SearchEngine implements SearchCore {
 
   /** For production: the embedder is loaded from the configuration for whichever index is served. */
   static fromConfig(config: Config, store: VectorStore, extra: Omit<EngineOptions, "store" | "loadEmbedder"> = {}): SearchEngine {
-    return new SearchEngine({ ...extra, store, loadEmbedder: (id) => loadQueryEmbedder(config, id), rerankTimeoutMs: extra.rerankTimeoutMs ?? config.rerank.timeoutMs });
+    return new SearchEngine({
+      ...extra,
+      store,
+      loadEmbedder: (id) => loadQueryEmbedder(config, id),
+      rerankTimeoutMs: extra.rerankTimeoutMs ?? config.rerank.timeoutMs,
+      denseEf: extra.denseEf ?? config.store.denseEfSearch,
+    });
   }
 
   ready(): boolean {
@@ -220,7 +234,7 @@ export class SearchEngine implements SearchCore {
           // An all-zero vector means the embedder knows none of the query's words: every cosine is
           // 0, so dense retrieval would only return arbitrary (popular) repositories as "matches".
           if (!vec!.some((x) => x !== 0)) return [];
-          return timed(() => this.store.denseSearch({ vector: vec!, filter, limit: DENSE_CANDIDATES }), "dense", stage);
+          return timed(() => this.store.denseSearch({ vector: vec!, filter, limit: DENSE_CANDIDATES, ef: this.opts.denseEf }), "dense", stage);
         })()
       : Promise.resolve(null);
     const [lexHits, denseHits] = await Promise.all([lexicalP, denseP]);

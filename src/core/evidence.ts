@@ -26,13 +26,30 @@ export function sanitizeSnippet(text: string, maxChars = MAX_SNIPPET_CHARS): str
   return s;
 }
 
+/**
+ * `analyze` of one word, memoised: evidence analyses every word of up to 50 results' names and
+ * descriptions per search, and those words repeat (Zipf), so most lookups hit. Bounded: cleared
+ * when full, which costs one cold search.
+ */
+const WORD_MEMO_MAX = 50_000;
+const wordMemo = new Map<string, readonly string[]>();
+function analyzeWord(word: string): readonly string[] {
+  let t = wordMemo.get(word);
+  if (t === undefined) {
+    if (wordMemo.size >= WORD_MEMO_MAX) wordMemo.clear();
+    t = analyze(word);
+    wordMemo.set(word, t);
+  }
+  return t;
+}
+
 /** The first sentence-ish window of `text` containing one of `terms` (analysed forms). */
 function windowAround(text: string, terms: ReadonlySet<string>, maxChars: number): string | null {
   const plain = sanitizeSnippet(text, 100_000);
   if (!plain) return null;
   const words = plain.split(" ");
   for (let i = 0; i < words.length; i++) {
-    const t = analyze(words[i]!);
+    const t = analyzeWord(words[i]!);
     if (t.some((x) => terms.has(x))) {
       const start = Math.max(0, i - 6);
       let out = words.slice(start, start + 30).join(" ");
@@ -47,7 +64,7 @@ function matched(text: string | null | undefined, terms: ReadonlySet<string>): s
   if (!text) return [];
   const out = new Set<string>();
   for (const w of sanitizeSnippet(text, 100_000).split(/[\s,;:()/]+/)) {
-    const t = analyze(w);
+    const t = analyzeWord(w);
     if (t.length > 0 && t.every((x) => terms.has(x))) out.add(w.toLowerCase().replace(/[^\p{L}\p{N}+#.\-]/gu, ""));
   }
   out.delete("");
@@ -71,7 +88,7 @@ export function buildEvidence(x: EvidenceInput): string[] {
   const terms = x.queryTerms;
   if (terms.size > 0) {
     const inName = matched(p.name.replace(/[-_./]+/g, " "), terms);
-    const inTopics = p.topics.filter((t) => analyze(t.replace(/-/g, " ")).some((a) => terms.has(a)));
+    const inTopics = p.topics.filter((t) => analyzeWord(t.replace(/-/g, " ")).some((a) => terms.has(a)));
     const inDesc = matched(p.description, terms);
     const parts: string[] = [];
     if (inName.length) parts.push(`name (${inName.slice(0, 4).join(", ")})`);
