@@ -20,6 +20,9 @@ async function waitFor<T>(what: string, fn: () => T | undefined, timeoutMs: numb
   }
 }
 
+/** The first test's data dir and environment once it has built an index (the second reuses it). */
+let built: { dir: string; env: NodeJS.ProcessEnv } | null = null;
+
 test("start: bootstrap answers at once, searches are answered while the build trains, then dense search takes over", async () => {
   const dir = await tempDir("start");
   const ds = await writeJsonl(path.join(dir, "ds.jsonl"), await datasetLines(1000));
@@ -65,9 +68,40 @@ test("start: bootstrap answers at once, searches are answered while the build tr
       if (!methods.includes("dense")) await sleep(100);
     }
     assert.deepEqual(methods.sort(), ["dense", "lexical"]);
+    built = { dir, env };
   } finally {
     run.child.kill("SIGTERM");
     await run.done;
-    await rm(dir, { recursive: true, force: true });
+    if (!built) await rm(dir, { recursive: true, force: true });
   }
+});
+
+test("start again on the built index: serves from SERVE_PROCESSES workers with a new development key", async (t) => {
+  if (!built) return t.skip("the first start did not build an index");
+  const { dir, env } = built;
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const run = startCli(["start", "--data-dir", dir], { ...env, SERVE_PROCESSES: "2" });
+  let stdout = "";
+  run.child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+  try {
+    const banner = await waitFor("serving at", () => /serving at (\S+) .*; 2 processes\)/.exec(stdout) ?? undefined, 60_000);
+    const url = banner[1]!;
+    const key = await waitFor("the development key", () => /development API key[^:]*: (\S+)/.exec(stdout)?.[1], 10_000);
+    // Fresh connections (the primary hands them to the workers in turn): every worker answers with both methods.
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${url}/v1/codehost/search`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": key, connection: "close" },
+        body: JSON.stringify({ query: "command line tool", limit: 5 }),
+      });
+      assert.equal(res.status, 200);
+      const body = (await res.json()) as { meta: { methods: Record<string, unknown> } };
+      assert.deepEqual(Object.keys(body.meta.methods).sort(), ["dense", "lexical"]);
+    }
+    assert.doesNotMatch(stdout, /first run/);
+  } finally {
+    run.child.kill("SIGTERM");
+  }
+  const r = await run.done;
+  assert.equal(r.code, 0, r.stderr.slice(-2000));
 });

@@ -7,12 +7,54 @@ import { parseShard, runIndex, type IndexReport } from "../indexer/indexer.js";
 import { Progress } from "../indexer/progress.js";
 import type { ScoredPoint } from "../store/types.js";
 import { isClusterPrimary, reportWorkerReady, runClusterPrimary } from "../server/cluster.js";
-import { closeOnSignals, serve } from "../server/serve.js";
+import { closeOnSignals, serve, type Role } from "../server/serve.js";
+import { openAccountStore } from "../gateway/accounts/index.js";
 import { BootstrapStore, FallbackStore } from "../store/bootstrap.js";
 import { EmbeddedStore } from "../store/embedded/store.js";
+import { IndexDir } from "../store/embedded/writer.js";
 import type { VectorStore } from "../store/types.js";
 import type { AccountStore } from "../gateway/accounts/types.js";
 import { VERSION, type Command } from "./main.js";
+
+/** What `reposearch start` prints once it serves. */
+function startBanner(url: string, grpcAddress: string, key: string, firstBuild: boolean, processes: number): string {
+  return [
+    "",
+    `reposearch ${VERSION} is serving at ${url}  (gRPC core at ${grpcAddress}${processes > 1 ? `; ${processes} processes` : ""})`,
+    `development API key (account ${DEV_ACCOUNT}, shown once): ${key}`,
+    "",
+    "try:",
+    `  curl -s ${url}/v1/codehost/search -H 'Content-Type: application/json' -H 'X-API-Key: ${key}' \\`,
+    `    -d '{"query": "Go library for building CLIs with subcommands", "limit": 5}'`,
+    "",
+    `docs: ${url}/docs   health: ${url}/health   stop: Ctrl-C`,
+    ...(firstBuild ? ["", "first run: searches answer lexical-only until the full index is built (a few minutes; meta.methods shows which ran)"] : []),
+  ].join("\n");
+}
+
+/** Whether the configured store has a published version, without loading an embedded index. */
+async function hasPublishedIndex(config: Config): Promise<boolean> {
+  if (config.vectorStore.kind === "embedded") return (await new IndexDir(config.dataDir).readCurrent()) !== null;
+  const store = await openStore(config);
+  try {
+    return (await store.info()).version !== null;
+  } finally {
+    await store.close();
+  }
+}
+
+/** A cluster worker of `serve` or `start`: serves the role, tells the primary, and exits after a graceful close. */
+async function serveAsWorker(config: Config, role: Role): Promise<number> {
+  try {
+    const running = await serve(config, role, VERSION);
+    reportWorkerReady(running);
+    await closeOnSignals(running);
+    return 0;
+  } finally {
+    // The IPC channel to the primary would keep this process alive after everything else closed (or failed).
+    cluster.worker?.disconnect();
+  }
+}
 
 /** The account `npm start` creates local development keys for. */
 const DEV_ACCOUNT = "local-dev";
@@ -169,19 +211,12 @@ export const commands: Record<string, Command> = {
         });
         return 0;
       }
-      try {
-        const running = await serve(config, role, VERSION);
-        if (cluster.isWorker) reportWorkerReady(running);
-        else {
-          if (running.gateway) console.log(`reposearch ${VERSION} serving at ${running.gateway.url}`);
-          if (running.core) console.log(`search core (gRPC) at ${running.core.grpc.address}`);
-        }
-        await closeOnSignals(running);
-        return 0;
-      } finally {
-        // A worker's IPC channel to the primary would keep it alive after everything else closed (or failed).
-        if (cluster.isWorker) cluster.worker?.disconnect();
-      }
+      if (cluster.isWorker) return serveAsWorker(config, role);
+      const running = await serve(config, role, VERSION);
+      if (running.gateway) console.log(`reposearch ${VERSION} serving at ${running.gateway.url}`);
+      if (running.core) console.log(`search core (gRPC) at ${running.core.grpc.address}`);
+      await closeOnSignals(running);
+      return 0;
     },
   },
   start: {
@@ -189,6 +224,25 @@ export const commands: Record<string, Command> = {
     usage: "reposearch start [--data-dir DIR] [--dataset PATH_OR_URL]",
     options: { dataset: { type: "string" } },
     async run({ config }) {
+      // A worker forked by the branch below serves; it builds nothing and prints nothing.
+      if (cluster.isWorker) return serveAsWorker(config, "all");
+      if (isClusterPrimary(config) && (await hasPublishedIndex(config))) {
+        // An index is published: serve it from SERVE_PROCESSES workers, as `serve` does. (A first run
+        // builds in this process beside a one-process bootstrap server: see below.)
+        const accounts = await openAccountStore(config);
+        let key: string;
+        try {
+          key = await devKey(accounts);
+        } finally {
+          await accounts.close();
+        }
+        await runClusterPrimary(config, "all", {
+          onReady(r) {
+            console.log(startBanner(r.url!, r.grpcAddress!, key, false, r.processes));
+          },
+        });
+        return 0;
+      }
       const store = await openStore(config);
       const info = await store.info();
       let servedStore: VectorStore | undefined;
@@ -211,21 +265,7 @@ export const commands: Record<string, Command> = {
       }
       const running = await serve(config, "all", VERSION, servedStore ? { store: servedStore } : {});
       const key = await devKey(running.gateway!.accounts);
-      const url = running.gateway!.url;
-      console.log(
-        [
-          "",
-          `reposearch ${VERSION} is serving at ${url}  (gRPC core at ${running.core!.grpc.address})`,
-          `development API key (account ${DEV_ACCOUNT}, shown once): ${key}`,
-          "",
-          "try:",
-          `  curl -s ${url}/v1/codehost/search -H 'Content-Type: application/json' -H 'X-API-Key: ${key}' \\`,
-          `    -d '{"query": "Go library for building CLIs with subcommands", "limit": 5}'`,
-          "",
-          `docs: ${url}/docs   health: ${url}/health   stop: Ctrl-C`,
-          ...(firstBuild ? ["", "first run: searches answer lexical-only until the full index is built (a few minutes; meta.methods shows which ran)"] : []),
-        ].join("\n"),
-      );
+      console.log(startBanner(running.gateway!.url, running.core!.grpc.address, key, firstBuild, 1));
       const stopped = closeOnSignals(running);
       if (firstBuild) {
         // The build runs beside the server in this process; a failed build leaves the bootstrap serving.
