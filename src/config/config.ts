@@ -132,7 +132,7 @@ export interface Config {
     readonly hnswM: number;
     readonly hnswEfConstruction: number;
     readonly hnswEfSearch: number;
-    /** Beam width of the search core's dense retrieval stage (fusion candidates), below hnswEfSearch: see README "Ranking". */
+    /** Beam width of the search core's dense retrieval stage (its fusion candidates), below hnswEfSearch: see README "Evaluation". */
     readonly denseEfSearch: number;
     /** Filtered subsets at or below this many points are scanned exactly instead of walking HNSW. */
     readonly fullScanThreshold: number;
@@ -167,7 +167,7 @@ export interface Config {
     readonly shutdownGraceMs: number;
     /** HTTP port of a core-only process for /metrics and /health (the gateway serves its own). */
     readonly metricsPort: number;
-    /** Serving processes `reposearch serve` runs (node:cluster workers sharing the ports); 1 = no cluster. */
+    /** Serving processes of `serve` (and of `start` on a published index): node:cluster workers sharing the ports; 1 = no cluster. */
     readonly processes: number;
   };
   readonly rerank: {

@@ -222,32 +222,25 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   new ReflectionService(protos.reflectionPackage).addToServer(server);
 
   // --- bind ---------------------------------------------------------------------------------
-  const bindTarget = formatAddress(opts.host, opts.port);
-  let port: number;
-  try {
-    port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(bindTarget, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
-    });
-  } catch (err) {
-    clearInterval(poll);
-    server.forceShutdown();
-    throw new Error(`gRPC server could not bind ${bindTarget}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  }
-  const address = formatAddress(opts.host, port);
-  let localAddress: string | null = null;
-  if (opts.localSocketPath) {
-    const target = `unix:${opts.localSocketPath}`;
-    rmSync(opts.localSocketPath, { force: true });
+  /** Binds one more target; on failure the server is torn down and the error names the target. */
+  const bind = async (target: string): Promise<number> => {
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+      return await new Promise<number>((resolve, reject) => {
+        server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
       });
     } catch (err) {
       clearInterval(poll);
       server.forceShutdown();
       throw new Error(`gRPC server could not bind ${target}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
-    localAddress = target;
+  };
+  const port = await bind(formatAddress(opts.host, opts.port));
+  const address = formatAddress(opts.host, port);
+  let localAddress: string | null = null;
+  if (opts.localSocketPath) {
+    rmSync(opts.localSocketPath, { force: true });
+    localAddress = `unix:${opts.localSocketPath}`;
+    await bind(localAddress);
   }
   evaluate();
   log.info("gRPC server listening", { address, ...(localAddress ? { localAddress } : {}) });
