@@ -4,7 +4,7 @@
  * a bad value fails fast with a message naming the variable.
  */
 import { existsSync } from "node:fs";
-import { availableParallelism, cpus } from "node:os";
+import { availableParallelism, cpus, totalmem } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
@@ -221,6 +221,17 @@ export function defaultDatasetPath(): string | null {
 
 export type ConfigOverrides = Partial<Record<keyof z.input<typeof envSchema>, string | number | undefined>>;
 
+/** Memory budgeted per serving process by SERVE_PROCESSES=0: each loads its own copy of the index (about 1 GiB for the full dataset). */
+export const MEMORY_PER_SERVE_PROCESS_BYTES = 2 * 2 ** 30;
+
+/**
+ * SERVE_PROCESSES=0: one process per CPU this process may run on (like nginx's `worker_processes
+ * auto`), but no more than one per MEMORY_PER_SERVE_PROCESS_BYTES of memory, and at least one.
+ */
+export function autoServeProcesses(cpuCount: number, memoryBytes: number): number {
+  return Math.max(1, Math.min(cpuCount, Math.floor(memoryBytes / MEMORY_PER_SERVE_PROCESS_BYTES)));
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
   const raw: Record<string, unknown> = {};
   for (const key of Object.keys(envSchema.shape)) {
@@ -301,8 +312,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       indexWatchIntervalMs: e.INDEX_WATCH_INTERVAL_MS,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
       metricsPort: e.METRICS_PORT,
-      // 0 = one per core the process may run on, like nginx's `worker_processes auto`.
-      processes: e.SERVE_PROCESSES === 0 ? Math.max(1, availableParallelism()) : e.SERVE_PROCESSES,
+      processes: e.SERVE_PROCESSES === 0 ? autoServeProcesses(availableParallelism(), totalmem()) : e.SERVE_PROCESSES,
     },
     rerank: {
       kind: e.RERANKER,

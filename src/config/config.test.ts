@@ -1,0 +1,33 @@
+import assert from "node:assert/strict";
+import { availableParallelism, totalmem } from "node:os";
+import { test } from "node:test";
+import { ConfigError } from "../common/errors.js";
+import { autoServeProcesses, loadConfig, MEMORY_PER_SERVE_PROCESS_BYTES } from "./config.js";
+
+const GIB = 2 ** 30;
+
+test("SERVE_PROCESSES: an explicit count is kept; 0 (the default) is one per CPU within the memory budget", () => {
+  assert.equal(loadConfig({ SERVE_PROCESSES: "3" }).server.processes, 3);
+  assert.equal(loadConfig({ SERVE_PROCESSES: "1" }).server.processes, 1);
+  const auto = autoServeProcesses(availableParallelism(), totalmem());
+  assert.equal(loadConfig({}).server.processes, auto);
+  assert.equal(loadConfig({ SERVE_PROCESSES: "0" }).server.processes, auto);
+  for (const bad of ["-1", "1.5", "two", "257"]) assert.throws(() => loadConfig({ SERVE_PROCESSES: bad }), ConfigError);
+});
+
+test("autoServeProcesses: CPUs bound it, so does memory (one per 2 GiB), and it is never below 1", () => {
+  assert.equal(MEMORY_PER_SERVE_PROCESS_BYTES, 2 * GIB);
+  assert.equal(autoServeProcesses(2, 24 * GIB), 2);
+  assert.equal(autoServeProcesses(64, 24 * GIB), 12);
+  assert.equal(autoServeProcesses(8, 5 * GIB), 2);
+  assert.equal(autoServeProcesses(8, 1 * GIB), 1);
+  assert.equal(autoServeProcesses(0, 24 * GIB), 1);
+});
+
+test("DENSE_EF_SEARCH: 64 by default, separate from HNSW_EF_SEARCH, validated", () => {
+  const c = loadConfig({});
+  assert.equal(c.store.denseEfSearch, 64);
+  assert.equal(c.store.hnswEfSearch, 160);
+  assert.equal(loadConfig({ DENSE_EF_SEARCH: "100" }).store.denseEfSearch, 100);
+  for (const bad of ["0", "7", "abc"]) assert.throws(() => loadConfig({ DENSE_EF_SEARCH: bad }), ConfigError);
+});
