@@ -147,6 +147,7 @@ test("two workers serve; the per-IP limit counts once across both; /metrics on e
     // Gauges are not summed: both workers serve version 1 of 300 points.
     assert.equal(sample(s.text, "index_points "), 300);
     assert.equal(sample(s.text, "index_version "), 1);
+    assert.equal(sample(s.text, "serving_processes "), 2);
   }
 });
 

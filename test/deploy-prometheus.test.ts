@@ -32,6 +32,7 @@ const SERVICE_METRICS = [
   "rate_limiter_unavailable_total",
   "grpc_server_handled_total",
   "credits_refunded_micros_total",
+  "serving_processes",
 ];
 const RUNTIME_METRICS = ["process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds", "nodejs_eventloop_lag_p99_seconds", "up"];
 const HISTOGRAMS = new Set(["http_request_duration_seconds", "grpc_server_handling_seconds", "search_stage_duration_seconds"]);

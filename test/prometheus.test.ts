@@ -216,6 +216,8 @@ test("Prometheus scrapes the key series after valid, 400, 401, 403 and 429 answe
     ["index_version", `index_version{job="reposearch-core"}`],
     ["query_cache_requests_total", "query_cache_requests_total"],
     ["store serve index_points", `index_points{job="reposearch-store"}`],
+    ["serving_processes (gateway)", `serving_processes{job="reposearch-gateway"}`],
+    ["serving_processes (core)", `serving_processes{job="reposearch-core"}`],
   ];
   for (const [what, expr] of series) assert.ok((await query(expr)).length > 0, `${what}: no series for ${expr}`);
 

@@ -9,7 +9,7 @@ import path from "node:path";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { logger as rootLogger, type Logger } from "../common/logger.js";
-import { joinClusterMetrics, metricsExposition, newRegistry } from "../common/metrics.js";
+import { gauge, joinClusterMetrics, metricsExposition, newRegistry } from "../common/metrics.js";
 import { initTracing } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
 import { SearchEngine } from "../core/engine.js";
@@ -229,6 +229,8 @@ export async function serve(config: Config, role: Role, version: string, opts: {
   // One registry per process: with role "all" the gateway's /metrics shows the core's metrics too.
   const registry = newRegistry();
   joinClusterMetrics(registry);
+  // 1 per process; a cluster's scrape sums it, so dashboards see how many workers are up.
+  gauge(registry, { name: "serving_processes", help: "Serving processes behind this endpoint (1 per process, summed over a machine's cluster workers).", aggregator: "sum" }).set(1);
   let core: CoreHandle | null = null;
   let coreHttp: CoreMetricsServer | null = null;
   let gateway: GatewayHandle | null = null;
