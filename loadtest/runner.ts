@@ -390,7 +390,7 @@ async function main(): Promise<number> {
     console.log(
       `transport ceiling (node:http, ${transport.processes} process(es), ${transport.connections} connections, a fixed ${transport.responseBytes}-byte response, no work): ${r1(transport.perSecond)} RPS, ${transport.errors} errors, server CPU ${transport.serverCpuPct ?? "–"} %, generator CPU ${transport.generatorCpuPct} %`,
     );
-    if (load) console.log(`  load: ${load.rps} RPS = ${(load.rps / transport.perSecond).toPrecision(3)} × the transport ceiling`);
+    if (targets) console.log(`  load: ${load!.rps} RPS = ${targets.rps.ratioToTransport} × the transport ceiling`);
   }
   if (targets) {
     const pf = (b: boolean | null) => (b === null ? "n/a" : b ? "PASS" : "FAIL");

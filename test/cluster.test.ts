@@ -9,14 +9,16 @@
  *  - a worker that cannot start fails the whole start instead of being restarted forever.
  */
 import assert from "node:assert/strict";
-import { execFileSync, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { request } from "node:http";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import { waitUntil } from "../src/core/grpc/testkit.js";
 import { SEARCH_PATH } from "../src/gateway/openapi.js";
+import { childPids } from "../loadtest/server.js";
 import { datasetLines, runCli, startCli, tempDir, type CliResult } from "./helpers.js";
 import { buildIndex, stackEnv } from "./stack.js";
 
@@ -62,27 +64,13 @@ function send(method: string, pathname: string, body?: unknown, clientIp = "203.
 }
 
 function workerPids(): number[] {
-  try {
-    return execFileSync("pgrep", ["-P", String(primary.pid)], { encoding: "utf8" }).trim().split("\n").filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
+  return childPids(primary.pid!);
 }
 
 /** The value of one sample line (`name{labels} value`) in Prometheus text, 0 when absent. */
 function sample(text: string, prefix: string): number {
   const line = text.split("\n").find((l) => l.startsWith(prefix));
   return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null> | T | null, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== null) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 before(async () => {
@@ -155,13 +143,16 @@ test("a killed worker is replaced and the service keeps answering", async () => 
   const [victim, survivor] = workerPids();
   assert.ok(victim && survivor);
   process.kill(victim, "SIGKILL");
-  const replaced = await waitFor("a replacement worker", () => {
-    const pids = workerPids();
-    return pids.length === 2 && !pids.includes(victim) ? pids : null;
-  });
-  assert.ok(replaced.includes(survivor));
+  assert.ok(
+    await waitUntil(() => {
+      const pids = workerPids();
+      return pids.length === 2 && !pids.includes(victim);
+    }, 30_000),
+    "no replacement worker",
+  );
+  assert.ok(workerPids().includes(survivor));
   assert.match(primaryLog, /"serving process exited; restarting it"/);
-  await waitFor("the replacement to serve", () => (primaryLog.match(/"worker serving"/g)?.length === 3 ? true : null));
+  assert.ok(await waitUntil(() => primaryLog.match(/"worker serving"/g)?.length === 3, 30_000), "the replacement never reported serving");
   for (let i = 0; i < 4; i++) assert.equal((await send("GET", "/health", undefined, "203.0.113.3")).status, 200);
 });
 
