@@ -109,8 +109,9 @@ before(async () => {
 });
 
 after(() => {
-  if (primary && primary.exitCode === null) primary.kill("SIGKILL");
+  if (!primary) return; // before() failed ahead of the start
   for (const pid of workerPids()) process.kill(pid, "SIGKILL");
+  if (primary.exitCode === null) primary.kill("SIGKILL");
 });
 
 test("two workers serve; the per-IP limit counts once across both; /metrics on either worker is the sum", async () => {
