@@ -18,6 +18,9 @@ import {
   planDense,
   prepareDense,
   QUANTIZED_SCAN_MIN_ROWS,
+  SIMD_SCAN_COST,
+  TWO_HOP_WALK_COST,
+  usesSimdScans,
   type DenseData,
 } from "./dense.js";
 import { quantizeInt8Bounded } from "./engine-vec.js";
@@ -137,6 +140,25 @@ describe("boundedScan (int8 first pass, exact re-score)", () => {
     assert.deepEqual(planDense(data, allow.count(), opts), { kind: "exact", rows: allow.count() });
     assert.deepEqual(denseSearch(data, queryAt(5), allow, opts), before);
   });
+
+  it("answers the same in the SIMD kernel and in the JavaScript loop", () => {
+    const simd: DenseData = { ...DATA, vectors: VECTORS.slice() };
+    const js: DenseData = { ...DATA, vectors: VECTORS.slice() };
+    prepareDense(simd);
+    prepareDense(js, { simd: false });
+    assert.equal(usesSimdScans(simd), true, "this runtime has WebAssembly SIMD");
+    assert.equal(usesSimdScans(js), false);
+    const rnd = seededRandom(44);
+    for (let t = 0; t < 40; t++) {
+      const allow = new Bitset(N);
+      for (let r = 0; r < N; r++) if (rnd() < 0.8) allow.set(r);
+      const q = queryAt(t);
+      const opts = { k: [1, 10, 50][t % 3]!, ef: 16, fullScanThreshold: 0, exact: true };
+      const want = exactSearch(DATA, q, opts.k, allow);
+      assert.deepEqual(denseSearch(simd, q, allow, opts), want, `simd, query ${t}`);
+      assert.deepEqual(denseSearch(js, q, allow, opts), want, `js, query ${t}`);
+    }
+  });
 });
 
 describe("planDense", () => {
@@ -171,6 +193,27 @@ describe("planDense", () => {
     const small: DenseData = { ...big, count: 4_000 };
     assert.deepEqual(planDense(small, 1_000, { ...opts, fullScanThreshold: 0 }), { kind: "exact", rows: 1_000 });
     assert.deepEqual(planDense(big, 4_000, opts), { kind: "exact", rows: 4_000 }, "at or below fullScanThreshold");
+  });
+
+  it("with the SIMD kernel, scans exactly where a two-hop walk would cost more (TWO_HOP_WALK_COST × ef vs SIMD_SCAN_COST × rows)", () => {
+    // Planning reads the prepared state by vector array and the size from count: prepared small arrays stand in for the full index.
+    const simd: DenseData = { ...DATA, vectors: VECTORS.slice() };
+    const js: DenseData = { ...DATA, vectors: VECTORS.slice() };
+    prepareDense(simd);
+    prepareDense(js, { simd: false });
+    const bigSimd: DenseData = { ...simd, count: 204_339 };
+    const bigJs: DenseData = { ...js, count: 204_339 };
+    // 12%: the two-hop beam is 64 (32 × 2), 150 × 64 = 9600 ≥ 0.2 × 24,521.
+    assert.ok(TWO_HOP_WALK_COST * 64 >= SIMD_SCAN_COST * 24_521);
+    assert.deepEqual(planDense(bigSimd, 24_521, opts), { kind: "exact", rows: 24_521 });
+    const walked = planDense(bigJs, 24_521, opts);
+    assert.ok(walked.kind === "hnsw" && walked.twoHop, `without SIMD the two-hop walk stays: ${JSON.stringify(walked)}`);
+    // A narrower beam (32, from ef 32) makes the walk the cheaper one: 4800 < 4904.
+    const narrow = planDense(bigSimd, 24_521, { ...opts, ef: 32 });
+    assert.ok(narrow.kind === "hnsw" && narrow.twoHop && narrow.ef === 32, JSON.stringify(narrow));
+    // 1-hop range (30%): the walk's 20 × 32 / 0.3 ≈ 2.1k rows beats scanning 61k rows at 0.2.
+    const wide = planDense(bigSimd, 61_302, opts);
+    assert.ok(wide.kind === "hnsw" && !wide.twoHop, JSON.stringify(wide));
   });
 
   it("filteredEf keeps the base beam above 10% selectivity, grows below it, and is capped", () => {

@@ -63,8 +63,9 @@ export interface BoundedInt8Rows extends Int8Rows {
  * Symmetric per-row int8 quantisation (scale = max |x| / 127). A quarter of the memory traffic of
  * float32 and integer arithmetic; the dot-product error is ~1e-3 for normalised 256-d rows.
  */
-export function quantizeInt8(vectors: Float32Array, dims: number, count: number): Int8Rows {
-  const codes = new Int8Array(count * dims);
+export function quantizeInt8(vectors: Float32Array, dims: number, count: number, into?: Int8Array): Int8Rows {
+  if (into !== undefined && into.length !== count * dims) throw new RangeError(`quantizeInt8: destination has ${into.length} codes, need ${count * dims}`);
+  const codes = into ?? new Int8Array(count * dims);
   const scales = new Float32Array(count);
   for (let r = 0; r < count; r++) {
     const off = r * dims;
@@ -82,9 +83,9 @@ export function quantizeInt8(vectors: Float32Array, dims: number, count: number)
   return { codes, scales };
 }
 
-/** quantizeInt8 plus per-row residual and code norms, for exact error bounds. */
-export function quantizeInt8Bounded(vectors: Float32Array, dims: number, count: number): BoundedInt8Rows {
-  const { codes, scales } = quantizeInt8(vectors, dims, count);
+/** quantizeInt8 plus per-row residual and code norms, for exact error bounds. `into`: where the codes go (zeroed, count × dims). */
+export function quantizeInt8Bounded(vectors: Float32Array, dims: number, count: number, into?: Int8Array): BoundedInt8Rows {
+  const { codes, scales } = quantizeInt8(vectors, dims, count, into);
   const residuals = new Float32Array(count);
   const norms = new Float32Array(count);
   for (let r = 0; r < count; r++) {
