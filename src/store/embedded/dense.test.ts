@@ -9,7 +9,6 @@ import {
   coverOf,
   denseSearch,
   exactSearch,
-  excludedAtOrAbove,
   filteredEf,
   FILTERED_EF_FACTOR,
   TWO_HOP_EF_FACTOR,
@@ -302,55 +301,7 @@ describe("excluding a query's nearest rows", () => {
     }
     assert.ok(recall / queries >= 0.99, `recall@10 ${recall / queries}`);
   });
-
-  it("keeps the filtered walk's answer when the excluded rows are far from the query (no post-filtered search)", () => {
-    const rnd = seededRandom(5);
-    let recall = 0;
-    let walkedAsIs = 0;
-    const queries = 40;
-    for (let i = 0; i < queries; i++) {
-      const q = queryAt(i);
-      // 40 random rows outside the query's 200 nearest: none can reach its top 10.
-      const near = new Set(reference(q, 200, () => true).map((h) => h.idx));
-      const allow = Bitset.full(N);
-      for (let n = 0; n < 40; ) {
-        const r = Math.floor(rnd() * N);
-        if (near.has(r) || !allow.has(r)) continue;
-        allow.clear(r);
-        n++;
-      }
-      const opts = { k: 10, ef: 16, fullScanThreshold: 0 };
-      assert.equal(planDense(DATA, allow.count(), opts).kind, "hnsw-postfilter");
-      const got = denseSearch(DATA, q, allow, opts);
-      // Exactly the filtered walk at the plain beam: the post-filtered search (k + 40, a wider beam) would differ.
-      const walked = GRAPH.search(VECTORS, DIMS, q, 10, 16, allow);
-      if (got.length === walked.length && got.every((h, j) => h.idx === walked[j]!.idx)) walkedAsIs++;
-      const want = new Set(reference(q, 10, (r) => allow.has(r)).map((h) => h.idx));
-      recall += got.filter((h) => want.has(h.idx)).length / want.size;
-    }
-    assert.equal(walkedAsIs, queries);
-    assert.ok(recall / queries >= 0.99, `recall@10 ${recall / queries}`);
-  });
-
-  it("counts the excluded rows at or above a score exactly (bits past the last row are not rows)", () => {
-    const size = N - 7; // not a multiple of 32
-    const data: DenseData = { vectors: VECTORS.subarray(0, size * DIMS), dims: DIMS, count: size, graph: null };
-    const rnd = seededRandom(9);
-    const allow = Bitset.full(size);
-    for (let r = 0; r < size; r++) if (rnd() < 0.05) allow.clear(r);
-    const q = queryAt(3);
-    for (const threshold of [-Infinity, 0, reference(q, 100, () => true)[99]!.score, Infinity]) {
-      let want = 0;
-      for (let r = 0; r < size; r++) if (!allow.has(r) && dotAt(q, r) >= threshold) want++;
-      assert.equal(excludedAtOrAbove(data, q, allow, threshold), want, `threshold ${threshold}`);
-    }
-  });
 });
-
-/** The float32 dot product the store computes (same accumulation order as engine-vec's dot). */
-function dotAt(q: Float32Array, r: number): number {
-  return exactSearch({ vectors: VECTORS.subarray(r * DIMS, (r + 1) * DIMS), dims: DIMS, count: 1, graph: null }, q, 1, null)[0]!.score;
-}
 
 describe("payload subgraphs (per-value graphs of category and language)", () => {
   // Categories correlated with the embedding, as the classifier's are: each row gets the category of

@@ -95,15 +95,7 @@ export type DensePlan =
   | { readonly kind: "empty" }
   | { readonly kind: "exact"; readonly rows: number }
   | { readonly kind: "hnsw"; readonly ef: number; readonly selectivity: number; readonly twoHop: boolean }
-  | {
-      readonly kind: "hnsw-postfilter";
-      /** Beam of the filtered walk tried first (denseSearch); the post-filtered search runs only when excluded rows reach its top k. */
-      readonly walkEf: number;
-      /** The post-filtered search when every excluded row is near the query. */
-      readonly k: number;
-      readonly ef: number;
-      readonly selectivity: number;
-    };
+  | { readonly kind: "hnsw-postfilter"; readonly k: number; readonly ef: number; readonly selectivity: number };
 
 /**
  * The beam for a filtered walk. The walk already explores ~1/selectivity more nodes to fill its
@@ -122,7 +114,7 @@ export const SMALL_EXCLUSION = 256;
  */
 export const TWO_HOP_BELOW_SELECTIVITY = 0.2;
 export const TWO_HOP_EF_FACTOR = 2;
-/** Post-filtered searches widen the beam by this many per excluded row near the query (recall of ranks k..k+near). */
+/** Post-filtered searches widen the beam by this many per requested row (recall of ranks k..k+excluded). */
 export const POSTFILTER_EF_PER_ROW = 4;
 /**
  * Walks under filters keeping less than SCALED_EF_BELOW_SELECTIVITY of the rows start from this share
@@ -133,11 +125,6 @@ export const POSTFILTER_EF_PER_ROW = 4;
  */
 export const FILTERED_EF_FACTOR = 0.5;
 export const SCALED_EF_BELOW_SELECTIVITY = 0.5;
-
-/** Beam of a post-filtered search for the top k with `near` excluded rows near the query. */
-function postfilterEf(base: number, k: number, near: number): number {
-  return Math.min(MAX_FILTERED_EF, Math.max(base, k + near) + POSTFILTER_EF_PER_ROW * near);
-}
 
 export function filteredEf(base: number, selectivity: number): number {
   const boost = Math.max(1, BOOST_BELOW_SELECTIVITY / Math.max(selectivity, 1e-9));
@@ -155,10 +142,9 @@ export function planDense(data: DenseData, allowCount: number | null, opts: Dens
   const selectivity = rows / data.count;
   // A handful of excluded rows may be exactly the nearest ones (an agent excluding what it has already
   // seen). A filtered walk then circles among them; an unfiltered search for k + excluded rows, with the
-  // excluded ones dropped afterwards, finds the true top k of the rest. denseSearch sizes that search
-  // to the excluded rows that are near the query, and skips it when none is.
+  // excluded ones dropped afterwards, finds the true top k of the rest.
   const excluded = data.count - rows;
-  if (excluded <= SMALL_EXCLUSION) return { kind: "hnsw-postfilter", walkEf: base, k: opts.k + excluded, ef: postfilterEf(base, opts.k, excluded), selectivity };
+  if (excluded <= SMALL_EXCLUSION) return { kind: "hnsw-postfilter", k: opts.k + excluded, ef: Math.min(MAX_FILTERED_EF, base + POSTFILTER_EF_PER_ROW * (opts.k + excluded)), selectivity };
   const twoHop = selectivity < TWO_HOP_BELOW_SELECTIVITY;
   const walkBase = selectivity < SCALED_EF_BELOW_SELECTIVITY ? Math.max(opts.k, Math.round(base * FILTERED_EF_FACTOR)) : base;
   const ef = twoHop ? Math.min(MAX_FILTERED_EF, Math.ceil(walkBase * TWO_HOP_EF_FACTOR)) : filteredEf(walkBase, selectivity);
@@ -197,42 +183,11 @@ export function denseSearch(data: DenseData, query: Float32Array, allow: Bitset 
     }
     case "hnsw":
       return data.graph!.search(data.vectors, data.dims, query, opts.k, plan.ef, allow, plan.twoHop, quantized.get(data.vectors) ?? null);
-    case "hnsw-postfilter": {
-      // Most small exclusions are not near the query (the archived rows of a category's subgraph):
-      // the filtered walk at the plain beam then answers as well as an unfiltered one. Checking costs
-      // one exact dot product per excluded row; only rows scoring at or above the walk's k-th result
-      // can have displaced it, and the post-filtered search is sized to those.
-      const rows8 = quantized.get(data.vectors) ?? null;
-      const walked = data.graph!.search(data.vectors, data.dims, query, opts.k, plan.walkEf, allow, false, rows8);
-      const near = walked.length === opts.k ? excludedAtOrAbove(data, query, allow!, walked[opts.k - 1]!.score) : plan.k - opts.k;
-      if (near === 0) return walked;
-      return data.graph!.search(data.vectors, data.dims, query, opts.k + near, postfilterEf(plan.walkEf, opts.k, near), null, false, rows8)
+    case "hnsw-postfilter":
+      return data.graph!.search(data.vectors, data.dims, query, plan.k, plan.ef, null, false, quantized.get(data.vectors) ?? null)
         .filter((h) => allow!.has(h.idx))
         .slice(0, opts.k);
-    }
   }
-}
-
-/** How many rows outside `allow` score at least `threshold` against `query` (exact float32 dot products). */
-export function excludedAtOrAbove(data: DenseData, query: Float32Array, allow: Bitset, threshold: number): number {
-  const { vectors, dims } = data;
-  const words = allow.words;
-  const last = words.length - 1;
-  // Bits past the end of the set in its last word are not rows.
-  const tail = allow.size & 31;
-  let n = 0;
-  for (let wi = 0; wi <= last; wi++) {
-    let w = ~words[wi]!;
-    if (wi === last && tail !== 0) w &= (1 << tail) - 1;
-    const rowBase = wi << 5;
-    while (w !== 0) {
-      const low = w & -w;
-      const r = rowBase + 31 - Math.clz32(low);
-      w ^= low;
-      if (dot(query, 0, vectors, r * dims, dims) >= threshold) n++;
-    }
-  }
-  return n;
 }
 
 export function exactSearch(data: DenseData, query: Float32Array, k: number, allow: Bitset | null): Hit[] {
