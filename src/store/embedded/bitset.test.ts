@@ -62,6 +62,10 @@ describe("Bitset", () => {
         assert.deepEqual(members(A.clone().not()), all.filter((i) => !a.has(i)));
         assert.equal(A.count(), a.size);
         assert.deepEqual(Array.from(A.toArray()), [...a].sort((x, y) => x - y));
+        const rows = new Int32Array(a.size + 1).fill(-1);
+        assert.equal(A.writeRows(rows), a.size);
+        assert.deepEqual(Array.from(rows.subarray(0, a.size)), [...a].sort((x, y) => x - y));
+        assert.equal(rows[a.size], -1, "nothing written past the set rows");
       }
     }
   });

@@ -140,6 +140,22 @@ export class Bitset {
     }
   }
 
+  /** Writes the set rows in ascending order into `into` (room for count() of them); returns how many. */
+  writeRows(into: Int32Array | Uint32Array): number {
+    const a = this.words;
+    let n = 0;
+    for (let wi = 0; wi < a.length; wi++) {
+      let w = a[wi]!;
+      const base = wi << 5;
+      while (w !== 0) {
+        const low = w & -w;
+        into[n++] = base + 31 - Math.clz32(low);
+        w ^= low;
+      }
+    }
+    return n;
+  }
+
   /** The set rows in ascending order. */
   toArray(): Uint32Array {
     const out = new Uint32Array(this.count());

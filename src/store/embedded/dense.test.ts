@@ -160,6 +160,41 @@ describe("boundedScan (int8 first pass, exact re-score)", () => {
   });
 });
 
+describe("walks scored by the SIMD kernel", () => {
+  it("keep the recall of the JavaScript walks, unfiltered, filtered (1-hop) and two-hop", () => {
+    const simd: DenseData = { ...DATA, vectors: VECTORS.slice() };
+    const js: DenseData = { ...DATA, vectors: VECTORS.slice() };
+    prepareDense(simd);
+    prepareDense(js, { simd: false });
+    assert.equal(usesSimdScans(simd), true);
+    const rnd = seededRandom(61);
+    const tenth = new Bitset(N);
+    for (let r = 0; r < N; r++) if (rnd() < 0.1) tenth.set(r);
+    const filters = [
+      null,
+      INDEX.evaluate({ must: { key: "stars", range: { gte: 20 } } }), // most rows: 1-hop
+      tenth, // 10%: two-hop
+    ];
+    for (const allow of filters) {
+      const opts = { k: 10, ef: 32, fullScanThreshold: 0 };
+      const plan = planDense(simd, allow === null ? null : allow.count(), opts);
+      assert.ok(plan.kind === "hnsw" && plan.twoHop === (allow === tenth), JSON.stringify(plan));
+      let recallSimd = 0;
+      let recallJs = 0;
+      const queries = 60;
+      for (let i = 0; i < queries; i++) {
+        const q = queryAt(i);
+        const want = new Set(reference(q, 10, (r) => allow === null || allow.has(r)).map((h) => h.idx));
+        recallSimd += denseSearch(simd, q, allow, opts).filter((h) => want.has(h.idx)).length / want.size;
+        recallJs += denseSearch(js, q, allow, opts).filter((h) => want.has(h.idx)).length / want.size;
+      }
+      const label = allow === null ? "unfiltered" : `${allow.count()} rows`;
+      assert.ok(recallSimd / queries >= 0.97, `${label}: SIMD recall@10 ${recallSimd / queries}`);
+      assert.ok(recallSimd >= recallJs - 0.01 * queries, `${label}: SIMD ${recallSimd / queries} vs JS ${recallJs / queries}`);
+    }
+  });
+});
+
 describe("planDense", () => {
   // Planning only looks at the row counts, so a full-size segment can be described without vectors.
   const big: DenseData = { ...DATA, count: 204_339 };

@@ -16,8 +16,8 @@
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { Bitset } from "./bitset.js";
 import { MinHeap } from "./engine-heap.js";
-import { dot, dotInt8, quantizeInt8Bounded, type BoundedInt8Rows } from "./engine-vec.js";
-import { Int8Scanner } from "./int8-kernel.js";
+import { dot, dotInt8, quantizeInt8Bounded, quantizeQuery, type BoundedInt8Rows } from "./engine-vec.js";
+import { Int8Scanner, queryCodeMax } from "./int8-kernel.js";
 import type { HnswGraph } from "./hnsw.js";
 import type { SubgraphData, SubgraphField } from "./subgraphs.js";
 import type { Hit } from "./types.js";
@@ -62,13 +62,8 @@ export const TWO_HOP_WALK_COST = 150;
 /** Filtered scans smaller than this stay in float32 (the int8 pass would not pay for itself). */
 export const QUANTIZED_SCAN_MIN_ROWS = 2048;
 
-/** Int8 rows plus, where the runtime has WebAssembly SIMD, the scanner whose memory holds the codes. */
-interface Prepared extends BoundedInt8Rows {
-  readonly scanner: Int8Scanner | null;
-}
-
-/** Quantised copies per segment vector array; weak, so they go with their segment. */
-const quantized = new WeakMap<Float32Array, Prepared>();
+/** Quantised copies per segment vector array (with their SIMD scanner, if any); weak, so they go with their segment. */
+const quantized = new WeakMap<Float32Array, BoundedInt8Rows>();
 
 /**
  * Quantises a segment's vectors for bounded int8 scans (~1 s and dims + 20 bytes per row for
@@ -229,6 +224,7 @@ function validate(data: DenseData, query: Float32Array, allow: Bitset | null, k:
 let scratchRows = new Int32Array(1024);
 let scratchUpper = new Float64Array(1024);
 let scratchCode = new Int8Array(256);
+let scratchCode16 = new Int16Array(256);
 
 /**
  * Exact top-k over the allowed rows, first on int8 codes. For each row the int8 score a and a
@@ -240,46 +236,27 @@ export function boundedScan(data: DenseData, q8: BoundedInt8Rows, query: Float32
   validate(data, query, allow, k);
   const { vectors, dims } = data;
   if (k <= 0) return [];
-  // Quantise the query the same way as the rows.
+  const scanner = q8.scanner ?? null;
+  // Quantise the query: int8 like the rows for the JavaScript loop, int16 for the SIMD kernel
+  // (tighter bounds, so fewer rows are re-scored).
   if (scratchCode.length < dims) scratchCode = new Int8Array(dims);
+  if (scratchCode16.length < dims) scratchCode16 = new Int16Array(dims);
   const qc = scratchCode;
-  let qmax = 0;
-  let qNorm2 = 0;
-  for (let i = 0; i < dims; i++) {
-    const a = query[i]!;
-    qNorm2 += a * a;
-    const abs = a < 0 ? -a : a;
-    if (abs > qmax) qmax = abs;
-  }
-  const qScale = qmax / 127;
-  let qErr2 = 0;
-  for (let i = 0; i < dims; i++) {
-    const c = qmax === 0 ? 0 : Math.round(query[i]! / qScale);
-    qc[i] = c;
-    const e = query[i]! - c * qScale;
-    qErr2 += e * e;
-  }
+  const code = scanner === null ? quantizeQuery(query, dims, qc) : quantizeQuery(query, dims, scratchCode16, queryCodeMax(dims));
+  const qScale = code.scale;
   // Slack covers float rounding of the bounds and of the float32 re-score itself.
-  const qNorm = Math.sqrt(qNorm2) * (1 + 1e-6);
-  const qErr = Math.sqrt(qErr2) * (1 + 1e-6) + 1e-6;
+  const qNorm = code.norm * (1 + 1e-6);
+  const qErr = code.err * (1 + 1e-6) + 1e-6;
   const { codes, scales, residuals, norms } = q8;
-  const scanner = (q8 as Partial<Prepared>).scanner ?? null;
   const lower = new MinHeap(k + 1);
   let n = 0;
   const words = allow.words;
   if (scanner !== null) {
     // The SIMD kernel takes the integer dot products of all allowed rows in one call.
     const rows = scanner.rows;
-    for (let wi = 0; wi < words.length; wi++) {
-      let w = words[wi]!;
-      const rowBase = wi << 5;
-      while (w !== 0) {
-        const low = w & -w;
-        rows[n++] = rowBase + 31 - Math.clz32(low);
-        w ^= low;
-      }
-    }
-    scanner.dots(qc, n);
+    n = allow.writeRows(rows);
+    scanner.load(scratchCode16);
+    scanner.dots(n);
     const out = scanner.out;
     if (scratchUpper.length < n) growScratch(n);
     for (let i = 0; i < n; i++) {

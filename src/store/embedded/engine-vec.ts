@@ -1,3 +1,5 @@
+import type { Int8Scanner } from "./int8-kernel.js";
+
 /**
  * Vector kernels. Vectors are float32 rows of one big row-major Float32Array; rows are addressed by
  * element offset (row * dims) so no subarray views are allocated in hot loops.
@@ -49,6 +51,41 @@ export function dotF32I8(a: Float32Array, b: Int8Array, bo: number, dims: number
 export interface Int8Rows {
   readonly codes: Int8Array;
   readonly scales: Float32Array;
+  /** The WebAssembly SIMD kernel whose memory holds `codes`, where the runtime has one (int8-kernel.ts). */
+  readonly scanner?: Int8Scanner | null;
+}
+
+/** A query quantised like the rows: code ≈ query / scale. */
+export interface QueryCode {
+  readonly scale: number;
+  /** ‖query‖₂ and ‖query − scale·code‖₂, for error bounds. */
+  readonly norm: number;
+  readonly err: number;
+}
+
+/**
+ * Writes the symmetric integer code of `query` (scale = max |x| / maxCode) into `code`: int8 like the
+ * rows by default; the SIMD kernel takes int16 codes, whose finer scale leaves the rows' codes as the
+ * only rounding of a walk's scores.
+ */
+export function quantizeQuery(query: Float32Array, dims: number, code: Int8Array | Int16Array, maxCode = 127): QueryCode {
+  let max = 0;
+  let norm2 = 0;
+  for (let i = 0; i < dims; i++) {
+    const a = query[i]!;
+    norm2 += a * a;
+    const abs = a < 0 ? -a : a;
+    if (abs > max) max = abs;
+  }
+  const scale = max / maxCode;
+  let err2 = 0;
+  for (let i = 0; i < dims; i++) {
+    const c = max === 0 ? 0 : Math.round(query[i]! / scale);
+    code[i] = c;
+    const e = query[i]! - c * scale;
+    err2 += e * e;
+  }
+  return { scale, norm: Math.sqrt(norm2), err: Math.sqrt(err2) };
 }
 
 /** Int8 rows plus what it takes to bound the quantisation error of a dot product exactly. */

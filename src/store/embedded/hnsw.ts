@@ -11,7 +11,8 @@ import type { Bitset } from "./bitset.js";
 import { MaxHeap, MinHeap } from "./engine-heap.js";
 import { batchEnd, createBuildState, InsertPlanner, MAX_LEVEL, SEQUENTIAL_PREFIX } from "./engine-hnsw-build.js";
 import { PlanPool } from "./engine-hnsw-pool.js";
-import { dot, dotF32I8, type Int8Rows } from "./engine-vec.js";
+import { dot, dotF32I8, quantizeQuery, type Int8Rows } from "./engine-vec.js";
+import { queryCodeMax, type Int8Scanner } from "./int8-kernel.js";
 import type { Hit } from "./types.js";
 
 export interface HnswParams {
@@ -38,6 +39,18 @@ export interface HnswParams {
  * (M = 24): 48 keeps recall@10 ≥ 0.999 at 7–13% selectivity; 96 (2 × m0) costs 50% more for nothing.
  */
 const GATHER_CAP = 48;
+
+/** How a walk scores rows: float32 rows, int8 rows (codes, scales) or the SIMD kernel over them. */
+interface WalkScoring {
+  readonly vectors: Float32Array;
+  readonly dims: number;
+  readonly query: Float32Array;
+  readonly codes: Int8Array | null;
+  readonly scales: Float32Array | null;
+  readonly scanner: Int8Scanner | null;
+  /** Scale of the query code loaded into the scanner. */
+  readonly qScale: number;
+}
 export const PARALLEL_MIN_ROWS = 20_000;
 
 const MAGIC = [0x52, 0x53, 0x48, 0x4e, 0x53, 0x57, 0x0d, 0x0a]; // "RSHNSW\r\n"
@@ -83,7 +96,9 @@ export class HnswGraph {
   private epoch = 0;
   private readonly cand = new MaxHeap(256);
   private readonly res = new MinHeap(256);
-  private twoHopScratch: Int32Array | null = null;
+  private gatherScratch: Int32Array | null = null;
+  private batchScores = new Float64Array(64);
+  private queryCode: Int16Array | null = null;
 
   private constructor(g: GraphArrays) {
     this.count = g.count;
@@ -239,8 +254,17 @@ export class HnswGraph {
     if (words === null || (words[cur >>> 5]! & (1 << (cur & 31))) !== 0) res.push(cur, curSim);
     // Walk scores may come from int8 rows (a quarter of the memory traffic: the walk is bound by
     // cache misses); the beam is then re-scored in float32 so returned scores and order are exact.
-    if (twoHop && words !== null) this.walkTwoHop(vectors, dims, query, beam, words, visited, epoch, rows8);
-    else this.walkOneHop(vectors, dims, query, beam, words, visited, epoch, rows8);
+    // With the SIMD kernel, a node's neighbours are scored in one call (int16 query code × int8 rows).
+    const scanner = rows8?.scanner ?? null;
+    let qScale = 0;
+    if (scanner !== null) {
+      if (this.queryCode === null || this.queryCode.length < dims) this.queryCode = new Int16Array(dims);
+      qScale = quantizeQuery(query, dims, this.queryCode, queryCodeMax(dims)).scale;
+      scanner.load(this.queryCode);
+    }
+    const scoring: WalkScoring = { vectors, dims, query, codes: rows8?.codes ?? null, scales: rows8?.scales ?? null, scanner, qScale };
+    if (twoHop && words !== null) this.walkTwoHop(scoring, beam, words, visited, epoch);
+    else this.walkOneHop(scoring, beam, words, visited, epoch);
     return this.drainResults(vectors, dims, query, k, rows8 !== null);
   }
 
@@ -266,36 +290,59 @@ export class HnswGraph {
     return all.slice(0, k);
   }
 
+  /**
+   * Scores rows[0..n) into batchScores: in the SIMD kernel (int16 query code × int8 rows), on int8
+   * rows in JavaScript, or in float32.
+   */
+  private scoreBatch(w: WalkScoring, rows: Int32Array, n: number): Float64Array {
+    if (this.batchScores.length < n) this.batchScores = new Float64Array(Math.max(n, 2 * this.batchScores.length));
+    const out = this.batchScores;
+    const { scanner, scales, codes, vectors, dims, query } = w;
+    if (scanner !== null) {
+      scanner.dots(n);
+      const dots = scanner.out;
+      for (let i = 0; i < n; i++) out[i] = dots[i]! * scales![rows[i]!]! * w.qScale;
+    } else if (codes !== null) {
+      for (let i = 0; i < n; i++) out[i] = dotF32I8(query, codes, rows[i]! * dims, dims) * scales![rows[i]!]!;
+    } else {
+      for (let i = 0; i < n; i++) out[i] = dot(query, 0, vectors, rows[i]! * dims, dims);
+    }
+    return out;
+  }
+
+  /** Where a walk gathers the rows it scores next: the kernel's row buffer, so a batch needs no copy. */
+  private gatherBuffer(w: WalkScoring): Int32Array {
+    if (w.scanner !== null) return w.scanner.rows;
+    return (this.gatherScratch ??= new Int32Array(Math.max(GATHER_CAP, this.m0)));
+  }
+
   /** Layer-0 beam search that scores every node it passes; only allowed rows enter the results. */
-  private walkOneHop(
-    vectors: Float32Array,
-    dims: number,
-    query: Float32Array,
-    beam: number,
-    words: Uint32Array | null,
-    visited: Uint32Array,
-    epoch: number,
-    rows8: Int8Rows | null,
-  ): void {
+  private walkOneHop(w: WalkScoring, beam: number, words: Uint32Array | null, visited: Uint32Array, epoch: number): void {
     const cand = this.cand;
     const res = this.res;
     const links0 = this.links0;
     const counts0 = this.counts0;
     const m0 = this.m0;
-    const codes = rows8 === null ? null : rows8.codes;
-    const scales = rows8 === null ? null : rows8.scales;
+    const rows = this.gatherBuffer(w);
     while (cand.size > 0) {
       const cs = cand.topScore();
       if (res.size >= beam && cs < res.topScore()) break;
       const c = cand.topId();
       cand.pop();
+      let n = 0;
       const base = c * m0;
       const end = base + counts0[c]!;
       for (let j = base; j < end; j++) {
         const e = links0[j]!;
         if (visited[e] === epoch) continue;
         visited[e] = epoch;
-        const s = codes === null ? dot(query, 0, vectors, e * dims, dims) : dotF32I8(query, codes, e * dims, dims) * scales![e]!;
+        rows[n++] = e;
+      }
+      if (n === 0) continue;
+      const scores = this.scoreBatch(w, rows, n);
+      for (let i = 0; i < n; i++) {
+        const e = rows[i]!;
+        const s = scores[i]!;
         if (res.size < beam || s > res.topScore()) {
           cand.push(e, s);
           if (words === null || (words[e >>> 5]! & (1 << (e & 31))) !== 0) {
@@ -308,32 +355,21 @@ export class HnswGraph {
   }
 
   /** Layer-0 beam search over allowed rows only; the beam is seeded by search() (cand/res hold the entry). */
-  private walkTwoHop(
-    vectors: Float32Array,
-    dims: number,
-    query: Float32Array,
-    beam: number,
-    words: Uint32Array,
-    visited: Uint32Array,
-    epoch: number,
-    rows8: Int8Rows | null,
-  ): void {
-    const codes = rows8 === null ? null : rows8.codes;
-    const scales = rows8 === null ? null : rows8.scales;
+  private walkTwoHop(w: WalkScoring, beam: number, words: Uint32Array, visited: Uint32Array, epoch: number): void {
     const cand = this.cand;
     const res = this.res;
     const links0 = this.links0;
     const counts0 = this.counts0;
     const m0 = this.m0;
+    const rows = this.gatherBuffer(w);
     // Disallowed transit nodes are never marked visited: another path may need to pass through them.
-    const cap = GATHER_CAP;
-    const scratch = this.twoHopScratch ?? (this.twoHopScratch = new Int32Array(cap));
+    const cap = Math.min(GATHER_CAP, rows.length);
     while (cand.size > 0) {
       const cs = cand.topScore();
       if (res.size >= beam && cs < res.topScore()) break;
       const c = cand.topId();
       cand.pop();
-      // Gather up to m0 allowed, unvisited rows: 1-hop first, then through disallowed neighbours.
+      // Gather up to GATHER_CAP allowed, unvisited rows: 1-hop first, then through disallowed neighbours.
       let n = 0;
       const base = c * m0;
       const end = base + counts0[c]!;
@@ -341,7 +377,7 @@ export class HnswGraph {
         const e = links0[j]!;
         if ((words[e >>> 5]! & (1 << (e & 31))) === 0 || visited[e] === epoch) continue;
         visited[e] = epoch;
-        scratch[n++] = e;
+        rows[n++] = e;
       }
       for (let j = base; j < end && n < cap; j++) {
         const e = links0[j]!;
@@ -352,12 +388,14 @@ export class HnswGraph {
           const f = links0[i]!;
           if ((words[f >>> 5]! & (1 << (f & 31))) === 0 || visited[f] === epoch) continue;
           visited[f] = epoch;
-          scratch[n++] = f;
+          rows[n++] = f;
         }
       }
+      if (n === 0) continue;
+      const scores = this.scoreBatch(w, rows, n);
       for (let i = 0; i < n; i++) {
-        const e = scratch[i]!;
-        const s = codes === null ? dot(query, 0, vectors, e * dims, dims) : dotF32I8(query, codes, e * dims, dims) * scales![e]!;
+        const e = rows[i]!;
+        const s = scores[i]!;
         if (res.size < beam || s > res.topScore()) {
           cand.push(e, s);
           res.push(e, s);

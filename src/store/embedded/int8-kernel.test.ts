@@ -34,12 +34,13 @@ describe("int8 SIMD kernel", () => {
       const order = Array.from({ length: count }, (_, r) => r).sort(() => rnd() - 0.5);
       const n = count;
       order.forEach((r, i) => (scanner.rows[i] = r));
-      scanner.dots(q, n);
+      scanner.load(q);
+      scanner.dots(n);
       for (let i = 0; i < n; i++) {
         const r: number = scanner.rows[i]!;
         assert.equal(scanner.out[i], dotInt8(q, 0, codes, r * dims, dims), `dims ${dims}, row ${r}`);
       }
-      scanner.dots(q, 0); // an empty scan is fine
+      scanner.dots(0); // an empty scan is fine
     }
   });
 
@@ -48,7 +49,7 @@ describe("int8 SIMD kernel", () => {
     assert.equal(Int8Scanner.create(10, 40), null, "not a multiple of 16");
     assert.equal(Int8Scanner.create(-1, 16), null);
     const s = Int8Scanner.create(4, 16)!;
-    assert.throws(() => s.dots(new Int8Array(8), 1), /query code has 8 dims/);
-    assert.throws(() => s.dots(new Int8Array(16), 5), /n must be in \[0, 4\]/);
+    assert.throws(() => s.load(new Int8Array(8)), /query code has 8 dims/);
+    assert.throws(() => s.dots(5), /n must be in \[0, 4\]/);
   });
 });

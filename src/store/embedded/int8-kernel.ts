@@ -47,6 +47,14 @@ function kernelModule(): WebAssembly.Module | null {
   return compiled;
 }
 
+/**
+ * The largest |query code| for which the kernel's i32 sums cannot overflow: dims products of at most
+ * code × 127 each (32,767 for up to 516 dims).
+ */
+export function queryCodeMax(dims: number): number {
+  return Math.max(1, Math.min(32_767, Math.floor(0x7fffffff / (dims * 127))));
+}
+
 /** Whether scans can use the SIMD kernel in this runtime. */
 export function int8KernelAvailable(): boolean {
   return kernelModule() !== null;
@@ -55,8 +63,8 @@ export function int8KernelAvailable(): boolean {
 type DotsFn = (q: number, codes: number, dims: number, rows: number, n: number, out: number) => void;
 
 /**
- * Int8 rows in WebAssembly memory plus scratch for one scan: fill `rows` with up to `count` row
- * numbers, call dots(), read `out`. Not reentrant (scans are synchronous).
+ * Int8 rows in WebAssembly memory plus scratch for one scan: load() the query code, fill `rows`
+ * with up to `count` row numbers, call dots(), read `out`. Not reentrant (searches are synchronous).
  */
 export class Int8Scanner {
   /** count × dims codes, row-major; quantise into this view (it is the kernel's memory). */
@@ -102,13 +110,20 @@ export class Int8Scanner {
     return new Int8Scanner(count, dims, memory, instance.exports.dots as DotsFn);
   }
 
-  /** out[i] = Σ_j queryCode[j] · codes[rows[i] · dims + j] for i < n. */
-  dots(queryCode: Int8Array, n: number): void {
-    if (queryCode.length < this.dims) throw new RangeError(`Int8Scanner.dots: query code has ${queryCode.length} dims, rows have ${this.dims}`);
-    if (!Number.isInteger(n) || n < 0 || n > this.count) throw new RangeError(`Int8Scanner.dots: n must be in [0, ${this.count}] (got ${n})`);
+  /**
+   * Sets the query code that dots() multiplies with (a walk loads it once and calls dots() per node):
+   * int8, or int16 up to queryCodeMax(dims) per component.
+   */
+  load(queryCode: Int8Array | Int16Array): void {
+    if (queryCode.length < this.dims) throw new RangeError(`Int8Scanner.load: query code has ${queryCode.length} dims, rows have ${this.dims}`);
     const q = this.query;
     for (let i = 0; i < this.dims; i++) q[i] = queryCode[i]!;
-    this.fn(this.offsets.query, 0, this.dims, this.offsets.rows, n, this.offsets.out);
+  }
+
+  /** out[i] = Σ_j query[j] · codes[rows[i] · dims + j] for i < n, with the query of the last load(). */
+  dots(n: number): void {
+    if (!(n >= 0 && n <= this.count)) throw new RangeError(`Int8Scanner.dots: n must be in [0, ${this.count}] (got ${n})`);
+    this.fn(this.offsets.query, 0, this.dims, this.offsets.rows, n | 0, this.offsets.out);
   }
 }
 

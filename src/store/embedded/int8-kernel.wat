@@ -1,9 +1,9 @@
 ;; Int8 dot products for the embedded store's quantised scans (int8-kernel.ts embeds the binary;
 ;; regenerate it with `node scripts/build-wasm.mjs` after editing this file).
 ;; dots(q, codes, dims, rows, n, out): out[i] = Σ_j q[j] · codes[rows[i]·dims + j] for i < n, as i32.
-;;   q     int16 lanes (the int8 query code, sign-extended by the caller), dims × 2 bytes;
+;;   q     int16 lanes (the query code), dims × 2 bytes;
 ;;   codes int8 rows, row-major; rows: n × i32 row numbers; out: n × i32. dims: a multiple of 16.
-;; |each product| ≤ 127², so the sum, at most dims · 127², fits an i32 for dims up to 133k (checked by the caller).
+;; The caller keeps |q| small enough for the sum, at most dims · |q| · 128, to fit an i32 (queryCodeMax).
 (module
   (import "env" "memory" (memory 1))
   (func (export "dots") (param $q i32) (param $codes i32) (param $dims i32) (param $rows i32) (param $n i32) (param $out i32)
