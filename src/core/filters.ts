@@ -38,6 +38,9 @@ export function applyFilterDefaults(f: SearchFilters | undefined): AppliedFilter
   };
 }
 
+/** `staleAfterMonths` cutoffs are taken from `now` truncated to this (see toStoreFilter). */
+export const CUTOFF_GRANULARITY_MS = 60_000;
+
 /** The freshness cutoff: `now` minus N calendar months (UTC). */
 export function staleCutoff(months: number, now: Date): Date {
   const d = new Date(now.getTime());
@@ -66,7 +69,13 @@ export function toStoreFilter(a: AppliedFilters, now: Date = new Date()): Filter
   if (forks) must.push(forks);
   if (a.language !== null) must.push({ key: "languageLc", match: { value: a.language.toLowerCase() } });
   if (a.topics.length > 0) must.push({ key: "topics", match: { any: [...new Set(a.topics.map((t) => t.toLowerCase()))] } });
-  if (a.staleAfterMonths !== null) must.push({ key: "pushedAt", datetime_range: { gte: staleCutoff(a.staleAfterMonths, now).toISOString() } });
+  if (a.staleAfterMonths !== null) {
+    // From the start of the current minute: the filter (the store's cache key for its rows) then stays
+    // the same for a minute instead of changing with every request, which evaluated it afresh each time
+    // and evicted cached filters. Repositories pushed up to a minute before the exact cutoff pass.
+    const minute = new Date(Math.floor(now.getTime() / CUTOFF_GRANULARITY_MS) * CUTOFF_GRANULARITY_MS);
+    must.push({ key: "pushedAt", datetime_range: { gte: staleCutoff(a.staleAfterMonths, minute).toISOString() } });
+  }
   if (a.excludeArchived) mustNot.push({ key: "isArchived", match: { value: true } });
   if (a.excludeRepos.length > 0) mustNot.push({ key: "key", match: { any: [...new Set(a.excludeRepos.map((r) => r.toLowerCase()))] } });
   if (a.categories.mode !== "all") {
