@@ -60,15 +60,64 @@ function windowAround(text: string, terms: ReadonlySet<string>, maxChars: number
   return null;
 }
 
-function matched(text: string | null | undefined, terms: ReadonlySet<string>): string[] {
+/** A word of a name or description: how evidence shows it, and its analysed terms. */
+interface Word {
+  readonly shown: string;
+  readonly terms: readonly string[];
+}
+
+function wordsOf(text: string | null | undefined): readonly Word[] {
   if (!text) return [];
-  const out = new Set<string>();
+  const out: Word[] = [];
   for (const w of sanitizeSnippet(text, 100_000).split(/[\s,;:()/]+/)) {
-    const t = analyzeWord(w);
-    if (t.length > 0 && t.every((x) => terms.has(x))) out.add(w.toLowerCase().replace(/[^\p{L}\p{N}+#.\-]/gu, ""));
+    const terms = analyzeWord(w);
+    if (terms.length > 0) out.push({ shown: w.toLowerCase().replace(/[^\p{L}\p{N}+#.\-]/gu, ""), terms });
   }
+  return out;
+}
+
+/** The words whose every term the query has, as shown. */
+function matched(words: readonly Word[], terms: ReadonlySet<string>): string[] {
+  const out = new Set<string>();
+  for (const w of words) if (w.terms.every((x) => terms.has(x))) out.add(w.shown);
   out.delete("");
   return [...out];
+}
+
+/** What evidence reads of a repository, whatever the query: sanitised and analysed once. */
+interface PreparedText {
+  readonly name: readonly Word[];
+  readonly description: readonly Word[];
+  readonly topicTerms: readonly (readonly string[])[];
+  /** The description as the semantic-match line quotes it. */
+  readonly descriptionSnippet: string | null;
+}
+
+/**
+ * Per-repository memo of PreparedText: the same repositories answer many queries, and sanitising and
+ * analysing their text was most of evidence's cost. Bounded like the word memo (cleared when full).
+ */
+export const TEXT_MEMO_MAX = 20_000;
+const textMemo = new Map<RepoPayload, PreparedText>();
+
+function preparedText(p: RepoPayload): PreparedText {
+  let t = textMemo.get(p);
+  if (t === undefined) {
+    if (textMemo.size >= TEXT_MEMO_MAX) textMemo.clear();
+    t = {
+      name: wordsOf(p.name.replace(/[-_./]+/g, " ")),
+      description: wordsOf(p.description),
+      topicTerms: p.topics.map((topic) => analyzeWord(topic.replace(/-/g, " "))),
+      descriptionSnippet: p.description ? sanitizeSnippet(p.description, 120) : null,
+    };
+    textMemo.set(p, t);
+  }
+  return t;
+}
+
+/** Entries in the per-repository memo (tests). */
+export function evidenceMemoSize(): number {
+  return textMemo.size;
 }
 
 const fmt = new Intl.NumberFormat("en-US");
@@ -84,12 +133,13 @@ export interface EvidenceInput {
 
 export function buildEvidence(x: EvidenceInput): string[] {
   const p = x.payload;
+  const text = preparedText(p);
   const out: string[] = [];
   const terms = x.queryTerms;
   if (terms.size > 0) {
-    const inName = matched(p.name.replace(/[-_./]+/g, " "), terms);
-    const inTopics = p.topics.filter((t) => analyzeWord(t.replace(/-/g, " ")).some((a) => terms.has(a)));
-    const inDesc = matched(p.description, terms);
+    const inName = matched(text.name, terms);
+    const inTopics = p.topics.filter((_, i) => text.topicTerms[i]!.some((a) => terms.has(a)));
+    const inDesc = matched(text.description, terms);
     const parts: string[] = [];
     if (inName.length) parts.push(`name (${inName.slice(0, 4).join(", ")})`);
     if (inTopics.length) parts.push(`topics (${inTopics.slice(0, 4).join(", ")})`);
@@ -101,7 +151,7 @@ export function buildEvidence(x: EvidenceInput): string[] {
     }
   }
   if (x.semantic !== null && out.length < MAX_EVIDENCE) {
-    const what = p.description ? `: "${sanitizeSnippet(p.description, 120)}"` : "";
+    const what = text.descriptionSnippet !== null ? `: "${text.descriptionSnippet}"` : "";
     out.push(`Semantic match ${x.semantic.toFixed(2)} (cosine) with the repository's description and topics${what}`);
   }
   const facts: string[] = [];

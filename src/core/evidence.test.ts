@@ -1,0 +1,63 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { RepoPayload } from "../dataset/record.js";
+import { analyze } from "../store/embedded/analyzer.js";
+import { buildEvidence, evidenceMemoSize, TEXT_MEMO_MAX } from "./evidence.js";
+import { applyFilterDefaults } from "./filters.js";
+import { understandQuery } from "./query.js";
+
+function payload(i: number, over: Partial<RepoPayload> = {}): RepoPayload {
+  return {
+    key: `owner${i}/cli-kit-${i}`,
+    name: `owner${i}/cli-kit-${i}`,
+    url: `https://github.com/owner${i}/cli-kit-${i}`,
+    description: `A **Go** library for building command-line tools with [subcommands](https://example.com) (#${i})`,
+    stars: 1500 + i,
+    forks: 10,
+    language: "Go",
+    topics: ["cli", "command-line", "golang"],
+    pushedAt: "2026-10-01T00:00:00.000Z",
+    isArchived: false,
+    homepage: null,
+    license: null,
+    createdAt: null,
+    readme: "# cli-kit\n\nBuild terminal apps with nested subcommands and flags.",
+    tree: null,
+    llmsTxtPaths: null,
+    lastSeen: null,
+    languageLc: "go",
+    category: "library",
+    hash: `h${i}`,
+    ...over,
+  };
+}
+
+const evidence = (p: RepoPayload, query: string, semantic: number | null = 0.61) =>
+  buildEvidence({ payload: p, queryTerms: new Set(analyze(query)), semantic, applied: applyFilterDefaults({}), understanding: understandQuery(query) });
+
+describe("evidence", () => {
+  it("names the matched words of name, topics and description, and quotes the description for a semantic match", () => {
+    const ev = evidence(payload(1), "go library for command line subcommands");
+    assert.equal(evidence(payload(2), "cli kit")[0], "Matched terms in name (cli, kit); topics (cli)");
+    assert.equal(ev[0], "Matched terms in topics (command-line); description (go, library, subcommands)");
+    assert.match(ev[1]!, /^Semantic match 0\.61 \(cosine\) .*: "A Go library for building command-line tools with subcommands \(#1\)"$/);
+    assert.ok(ev.length <= 3);
+  });
+
+  it("answers the same from its per-repository memo as when the repository is new to it", () => {
+    const queries = ["go library for command line subcommands", "terminal apps", "nested flags parser", "kubernetes operator"];
+    for (let i = 0; i < 20; i++) {
+      const p = payload(1000 + i, i % 4 === 0 ? { description: null } : i % 4 === 1 ? { topics: [] } : {});
+      for (const q of queries) {
+        const cold = evidence({ ...p }, q); // a copy: not in the memo yet
+        assert.deepEqual(evidence(p, q), cold, `${p.key} / ${q}: first`);
+        assert.deepEqual(evidence(p, q), cold, `${p.key} / ${q}: from the memo`);
+      }
+    }
+  });
+
+  it("keeps its memo bounded", () => {
+    for (let i = 0; i < TEXT_MEMO_MAX + 50; i++) evidence(payload(10_000 + i), "cli", null);
+    assert.ok(evidenceMemoSize() <= TEXT_MEMO_MAX, `memo holds ${evidenceMemoSize()}`);
+  });
+});
