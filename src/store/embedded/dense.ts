@@ -61,6 +61,8 @@ export const SIMD_SCAN_COST = 0.2;
 export const TWO_HOP_WALK_COST = 150;
 /** Filtered scans smaller than this stay in float32 (the int8 pass would not pay for itself). */
 export const QUANTIZED_SCAN_MIN_ROWS = 2048;
+/** With the SIMD kernel the int8 pass pays for itself from far fewer rows. */
+export const SIMD_SCAN_MIN_ROWS = 512;
 
 /** Quantised copies per segment vector array (with their SIMD scanner, if any); weak, so they go with their segment. */
 const quantized = new WeakMap<Float32Array, BoundedInt8Rows>();
@@ -74,6 +76,13 @@ export function prepareDense(data: DenseData, opts: { readonly simd?: boolean } 
   if (quantized.has(data.vectors)) return;
   const scanner = opts.simd === false ? null : Int8Scanner.create(data.count, data.dims);
   quantized.set(data.vectors, { ...quantizeInt8Bounded(data.vectors, data.dims, data.count, scanner?.codes), scanner });
+}
+
+/** The int8 rows a scan of `rows` allowed rows should read first, or undefined for a plain float32 scan. */
+function scanCodes(data: DenseData, rows: number): BoundedInt8Rows | undefined {
+  const q8 = quantized.get(data.vectors);
+  if (q8 === undefined) return undefined;
+  return rows >= (q8.scanner != null ? SIMD_SCAN_MIN_ROWS : QUANTIZED_SCAN_MIN_ROWS) ? q8 : undefined;
 }
 
 /** Whether int8 scans of this segment run in the SIMD kernel. */
@@ -143,7 +152,7 @@ export function planDense(data: DenseData, allowCount: number | null, opts: Dens
   const twoHop = selectivity < TWO_HOP_BELOW_SELECTIVITY;
   const walkBase = selectivity < SCALED_EF_BELOW_SELECTIVITY ? Math.max(opts.k, Math.round(base * FILTERED_EF_FACTOR)) : base;
   const ef = twoHop ? Math.min(MAX_FILTERED_EF, Math.ceil(walkBase * TWO_HOP_EF_FACTOR)) : filteredEf(walkBase, selectivity);
-  const prepared = rows >= QUANTIZED_SCAN_MIN_ROWS ? quantized.get(data.vectors) : undefined;
+  const prepared = scanCodes(data, rows);
   const simd = prepared?.scanner != null;
   // A JavaScript int8 scan was measured slower than the two-hop walk it would replace; the SIMD
   // scan is exact and, up to ~75k rows of the full index, cheaper.
@@ -173,7 +182,7 @@ export function denseSearch(data: DenseData, query: Float32Array, allow: Bitset 
     case "empty":
       return [];
     case "exact": {
-      const q8 = allow !== null && plan.rows >= QUANTIZED_SCAN_MIN_ROWS ? quantized.get(data.vectors) : undefined;
+      const q8 = allow !== null ? scanCodes(data, plan.rows) : undefined;
       return q8 === undefined ? exactSearch(data, query, opts.k, allow) : boundedScan(data, q8, query, opts.k, allow!);
     }
     case "hnsw":
@@ -391,7 +400,7 @@ function searchCover(data: DenseData, cover: Cover, query: Float32Array, allow: 
     for (const h of denseSearch(sub.data, query, local, scan ? { ...subOpts, exact: true } : subOpts)) hits.push({ idx: sub.rows[h.idx]!, score: h.score });
   }
   if (cover.remainder !== null) {
-    const q8 = cover.remainder.count() >= QUANTIZED_SCAN_MIN_ROWS ? quantized.get(data.vectors) : undefined;
+    const q8 = scanCodes(data, cover.remainder.count());
     hits.push(...(q8 === undefined ? exactSearch(data, query, opts.k, cover.remainder) : boundedScan(data, q8, query, opts.k, cover.remainder)));
   }
   hits.sort((a, b) => b.score - a.score || a.idx - b.idx);
