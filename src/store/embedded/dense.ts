@@ -258,41 +258,30 @@ export function boundedScan(data: DenseData, q8: BoundedInt8Rows, query: Float32
   const qErr = code.err * (1 + 1e-6) + 1e-6;
   const { codes, scales, residuals, norms } = q8;
   const lower = new MinHeap(k + 1);
-  let n = 0;
-  const words = allow.words;
+  // The allowed rows, listed first: into the kernel's buffer, which then takes all their integer
+  // dot products in one call, or into scratch for the JavaScript loop.
+  let rows: Int32Array;
+  let n: number;
   if (scanner !== null) {
-    // The SIMD kernel takes the integer dot products of all allowed rows in one call.
-    const rows = scanner.rows;
+    rows = scanner.rows;
     n = allow.writeRows(rows);
     scanner.load(scratchCode16);
     scanner.dots(n);
-    const out = scanner.out;
-    if (scratchUpper.length < n) growScratch(n);
-    for (let i = 0; i < n; i++) {
-      const r = rows[i]!;
-      const a = out[i]! * scales[r]! * qScale;
-      const beta = residuals[r]! * qNorm + norms[r]! * qErr + 1e-6;
-      lower.offer(r, a - beta, k);
-      scratchRows[i] = r;
-      scratchUpper[i] = a + beta;
-    }
   } else {
-    for (let wi = 0; wi < words.length; wi++) {
-      let w = words[wi]!;
-      const rowBase = wi << 5;
-      while (w !== 0) {
-        const low = w & -w;
-        const r = rowBase + 31 - Math.clz32(low);
-        w ^= low;
-        const a = dotInt8(qc, 0, codes, r * dims, dims) * scales[r]! * qScale;
-        const beta = residuals[r]! * qNorm + norms[r]! * qErr + 1e-6;
-        lower.offer(r, a - beta, k);
-        if (n === scratchRows.length) growScratch(n + 1);
-        scratchRows[n] = r;
-        scratchUpper[n] = a + beta;
-        n++;
-      }
-    }
+    const count = allow.count();
+    if (scratchRows.length < count) growScratch(count);
+    rows = scratchRows;
+    n = allow.writeRows(rows);
+  }
+  if (scratchUpper.length < n) growScratch(n);
+  const out = scanner?.out ?? null;
+  for (let i = 0; i < n; i++) {
+    const r = rows[i]!;
+    const a = (out !== null ? out[i]! : dotInt8(qc, 0, codes, r * dims, dims)) * scales[r]! * qScale;
+    const beta = residuals[r]! * qNorm + norms[r]! * qErr + 1e-6;
+    lower.offer(r, a - beta, k);
+    scratchRows[i] = r;
+    scratchUpper[i] = a + beta;
   }
   if (n === 0) return [];
   const threshold = lower.size < k ? -Infinity : lower.topScore();
