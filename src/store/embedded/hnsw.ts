@@ -34,6 +34,8 @@ export interface HnswParams {
 }
 
 /** Below this many rows worker threads are not worth their start-up by default. */
+export const PARALLEL_MIN_ROWS = 20_000;
+
 /**
  * A two-hop expansion gathers up to this many allowed rows per visited node. Measured on the full index
  * (M = 24): 48 keeps recall@10 ≥ 0.999 at 7–13% selectivity; 96 (2 × m0) costs 50% more for nothing.
@@ -51,7 +53,6 @@ interface WalkScoring {
   /** Scale of the query code loaded into the scanner. */
   readonly qScale: number;
 }
-export const PARALLEL_MIN_ROWS = 20_000;
 
 const MAGIC = [0x52, 0x53, 0x48, 0x4e, 0x53, 0x57, 0x0d, 0x0a]; // "RSHNSW\r\n"
 const FORMAT_VERSION = 1;
