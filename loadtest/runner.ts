@@ -323,7 +323,10 @@ async function main(): Promise<number> {
   }
 
   // Serving processes of the system under test: the child's SERVE_PROCESSES (its default: one per CPU).
-  const serverProcesses = external ? num("server-processes", values["server-processes"], 1) ?? null : loadConfig({ ...process.env, ...server!.overrides }).server.processes;
+  const childConfig = external ? null : loadConfig({ ...process.env, ...server!.overrides });
+  const serverProcesses = childConfig ? childConfig.server.processes : (num("server-processes", values["server-processes"], 1) ?? null);
+  // How the child's REST connections reach its workers (SERVE_BALANCING); unknown for an external server.
+  const serverBalancing = childConfig && childConfig.server.processes > 1 ? childConfig.server.balancing : null;
 
   // The transport ceiling, with the server stopped: the same generator against a Node HTTP server
   // that does no work (transport.ts), as many processes as the service.
@@ -418,6 +421,7 @@ async function main(): Promise<number> {
         mix: { file: path.relative(projectRoot, values.mix ? path.resolve(values.mix) : DEFAULT_MIX_PATH), queries: path.relative(projectRoot, queriesPath), queryCount: queries.length, entries: mix.entries.map((e) => ({ name: e.name, weight: e.weight })) },
         scenarios: results,
         serverProcesses,
+        serverBalancing,
         ceiling: ceiling ?? { note: ceilingNote },
         ceilingRatioUses: `${machineCeiling?.threads ?? 1} thread(s): one per serving process, each embedding sequentially on its main thread`,
         transportCeiling: transport,

@@ -1,17 +1,19 @@
 /**
  * `reposearch serve` with SERVE_PROCESSES=2, end to end: the real CLI forks two workers over a small
- * real index, and every request below is real HTTP on a fresh connection (the primary hands
- * connections to the workers in turn). What one process could not show:
+ * real index, and every request below is real HTTP on a fresh connection (the primary hands each
+ * connection to the worker holding fewest). What one process could not show:
+ *  - keep-alive connections opened at once are split evenly over the workers;
  *  - the memory rate limiter counts once for the machine, not once per worker;
  *  - /metrics on any worker reports the sum over both;
  *  - a killed worker is replaced and the service keeps answering;
  *  - SIGTERM drains both and the primary exits 0, leaving no socket files;
- *  - a worker that cannot start fails the whole start instead of being restarted forever.
+ *  - a worker that cannot start fails the whole start instead of being restarted forever, and a
+ *    taken REST port fails it before any worker is forked.
  */
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import { request } from "node:http";
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { Agent, request } from "node:http";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -67,6 +69,29 @@ function workerPids(): number[] {
   return childPids(primary.pid!);
 }
 
+/** How many established TCP connections on local port `port` process `pid` holds (from /proc). */
+function connectionsHeld(pid: number, port: number): number {
+  const inodes = new Set<string>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    if (!existsSync(table)) continue;
+    for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // local_address is HEXIP:HEXPORT; state 01 is ESTABLISHED; field 9 is the inode.
+      if (f.length > 9 && parseInt(f[1]!.split(":")[1]!, 16) === port && f[3] === "01") inodes.add(f[9]!);
+    }
+  }
+  let held = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m && inodes.has(m[1]!)) held++;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return held;
+}
+
 /** The value of one sample line (`name{labels} value`) in Prometheus text, 0 when absent. */
 function sample(text: string, prefix: string): number {
   const line = text.split("\n").find((l) => l.startsWith(prefix));
@@ -112,6 +137,30 @@ after(() => {
   if (!primary) return; // before() failed ahead of the start
   for (const pid of workerPids()) process.kill(pid, "SIGKILL");
   if (primary.exitCode === null) primary.kill("SIGKILL");
+});
+
+test("keep-alive connections opened at once are split evenly over the workers", async () => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 10 });
+  try {
+    const u = new URL("/health", url);
+    const get = (): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = request({ host: u.hostname, port: u.port, path: u.pathname, agent, headers: { "x-forwarded-for": "203.0.113.9" } }, (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode ?? 0));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    assert.deepEqual(await Promise.all(Array.from({ length: 10 }, get)), Array<number>(10).fill(200));
+    // All ten stay open (keep-alive); node:cluster's round-robin would split such a burst by which worker answered first.
+    const held = workerPids().map((pid) => connectionsHeld(pid, Number(u.port)));
+    assert.deepEqual(held, [5, 5]);
+  } finally {
+    agent.destroy();
+  }
+  // The workers report the closes, so the counts start from zero again for the tests below.
+  assert.ok(await waitUntil(() => workerPids().every((pid) => connectionsHeld(pid, Number(new URL(url).port)) === 0), 5_000));
 });
 
 test("two workers serve; the per-IP limit counts once across both; /metrics on either worker is the sum", async () => {
@@ -164,18 +213,25 @@ test("SIGTERM drains every worker and the primary exits 0", async () => {
   assert.equal(r.code, 0, r.stderr.slice(-2000));
   for (const pid of pids) assert.equal(existsSync(`/proc/${pid}`), false, `worker ${pid} still running`);
   for (const pid of pids) assert.equal(existsSync(path.join(tmpdir(), `reposearch-core-${pid}.sock`)), false);
+  for (const pid of pids) assert.equal(existsSync(path.join(tmpdir(), `reposearch-gateway-${pid}.sock`)), false);
   assert.match(r.stderr, /"all workers stopped"/);
 });
 
-test("a worker that cannot start fails the whole start (no restart loop)", async () => {
+test("a worker that cannot start fails the whole start (no restart loop); a taken REST port fails it before any fork", async () => {
   const taken = createServer();
   await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
   try {
-    const port = (taken.address() as AddressInfo).port;
-    const r = await runCli(["serve"], { ...env, PORT: String(port) });
+    const port = String((taken.address() as AddressInfo).port);
+    // The workers bind the gRPC port (through node:cluster): each fails, and so does the start.
+    const r = await runCli(["serve"], { ...env, GRPC_PORT: port });
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /serving process failed during start-up/);
     assert.doesNotMatch(r.stderr, /restarting it/);
+    // The primary binds the REST port itself, before forking.
+    const rest = await runCli(["serve"], { ...env, PORT: port });
+    assert.notEqual(rest.code, 0);
+    assert.match(rest.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`));
+    assert.doesNotMatch(rest.stderr, /starting serving processes/);
   } finally {
     taken.close();
   }

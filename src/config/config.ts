@@ -10,6 +10,10 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { ConfigError } from "../common/errors.js";
 
+/** SERVE_BALANCING: how a cluster's REST connections are spread over its workers (src/server/balancer.ts). */
+export const BALANCING_POLICIES = ["least-connections", "round-robin"] as const;
+export type BalancingPolicy = (typeof BALANCING_POLICIES)[number];
+
 /** The project root: the nearest folder above this module that holds a package.json. */
 export const projectRoot = (() => {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -77,6 +81,7 @@ const envSchema = z.object({
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
   METRICS_PORT: int(0, 65535).default(9464),
   SERVE_PROCESSES: int(0, 256).default(0),
+  SERVE_BALANCING: z.enum(BALANCING_POLICIES).default("least-connections"),
   // Rerank stage.
   RERANKER: z.enum(RERANKER_KINDS).default("off"),
   RERANK_MODEL_DIR: optionalString,
@@ -169,6 +174,11 @@ export interface Config {
     readonly metricsPort: number;
     /** Serving processes of `serve` (and of `start` on a published index): node:cluster workers sharing the ports; 1 = no cluster. */
     readonly processes: number;
+    /**
+     * How a cluster's REST connections reach its workers: "least-connections" (the primary hands each
+     * to the worker holding fewest) or "round-robin" (node:cluster's own). gRPC ports use node:cluster's.
+     */
+    readonly balancing: BalancingPolicy;
   };
   readonly rerank: {
     /** Which reranker the server enables; "off" disables the stage whatever requests ask. */
@@ -313,6 +323,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
       metricsPort: e.METRICS_PORT,
       processes: e.SERVE_PROCESSES === 0 ? autoServeProcesses(availableParallelism(), totalmem()) : e.SERVE_PROCESSES,
+      balancing: e.SERVE_BALANCING,
     },
     rerank: {
       kind: e.RERANKER,

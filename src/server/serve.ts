@@ -3,6 +3,8 @@
  * or both in one process (the embedded default). Shutdown drains: health goes NOT_SERVING, new
  * work is refused, in-flight requests finish within SHUTDOWN_GRACE_MS, then everything closes.
  */
+import cluster from "node:cluster";
+import { rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -25,6 +27,7 @@ import { createGatewayMetrics, type GatewayMetrics } from "../gateway/metrics.js
 import { createQueryCache } from "../gateway/query-cache.js";
 import { EmbeddedStore } from "../store/embedded/store.js";
 import { openStore } from "../store/factory.js";
+import { balancesConnections, receiveConnections } from "./balancer.js";
 import type { VectorStore } from "../store/types.js";
 
 export type Role = "all" | "core" | "gateway";
@@ -91,6 +94,7 @@ export async function startCore(
 
 export interface GatewayHandle {
   readonly server: Server;
+  /** `http://host:port`, or `unix:PATH` when balanced (clients use the cluster primary's URL then). */
   readonly url: string;
   readonly accounts: AccountStore;
   readonly metrics: GatewayMetrics;
@@ -98,7 +102,11 @@ export interface GatewayHandle {
 }
 
 /** `registry`: where the gateway's metrics go (its /metrics serves the whole registry). */
-export async function startGateway(config: Config, opts: { logger?: Logger; version: string; coreAddress?: string; registry?: Registry }): Promise<GatewayHandle> {
+/** `balanced`: take connections from the cluster primary's balancer instead of listening on PORT (src/server/balancer.ts). */
+export async function startGateway(
+  config: Config,
+  opts: { logger?: Logger; version: string; coreAddress?: string; registry?: Registry; balanced?: boolean },
+): Promise<GatewayHandle> {
   const log = opts.logger ?? rootLogger.child({ component: "gateway" });
   const metrics = createGatewayMetrics(opts.registry);
   const core = new CoreClient(opts.coreAddress ?? config.server.coreAddress, { defaultDeadlineMs: config.server.coreTimeoutMs });
@@ -119,34 +127,51 @@ export async function startGateway(config: Config, opts: { logger?: Logger; vers
       queryCache,
       metrics,
     });
+    // Balanced (a cluster worker under SERVE_BALANCING=least-connections): the primary owns the port and
+    // hands connections over IPC. The server still listens, on a private Unix socket, so node:http
+    // tracks the connections (idle closing at shutdown, header and request timeouts).
+    const socketPath = opts.balanced ? path.join(tmpdir(), `reposearch-gateway-${process.pid}.sock`) : null;
+    if (socketPath) rmSync(socketPath, { force: true });
     const server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.server.port, config.server.host, () => resolve(s));
+      const s = socketPath ? app.listen(socketPath, () => resolve(s)) : app.listen(config.server.port, config.server.host, () => resolve(s));
       s.once("error", reject);
     });
+    const handedOff = socketPath ? receiveConnections(server) : null;
     // Keep-alive sockets must not hold shutdown open longer than the grace period.
     server.keepAliveTimeout = 5_000;
-    const addr = server.address() as AddressInfo;
-    const host = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
-    const url = `http://${host}:${addr.port}`;
-    log.info("REST gateway listening", { url, core: opts.coreAddress ?? config.server.coreAddress });
+    let url: string;
+    if (socketPath) {
+      url = `unix:${socketPath}`;
+      log.info("REST gateway taking connections from the cluster primary", { socket: socketPath, core: opts.coreAddress ?? config.server.coreAddress });
+    } else {
+      const addr = server.address() as AddressInfo;
+      url = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
+      log.info("REST gateway listening", { url, core: opts.coreAddress ?? config.server.coreAddress });
+    }
     return {
       server,
       url,
       accounts,
       metrics,
       async close() {
+        handedOff?.stop();
         await new Promise<void>((resolve) => {
           const t = setTimeout(() => {
             server.closeAllConnections();
+            for (const s of handedOff?.sockets ?? []) s.destroy();
             resolve();
           }, config.server.shutdownGraceMs);
           t.unref();
-          server.close(() => {
+          // node:http's close callback waits for the connections its listener accepted, not handed-off ones.
+          const drained = (): void => {
+            if (handedOff && handedOff.sockets.size > 0) return void setTimeout(drained, 20).unref();
             clearTimeout(t);
             resolve();
-          });
+          };
+          server.close(drained);
           server.closeIdleConnections();
         });
+        if (socketPath) rmSync(socketPath, { force: true });
         core.close();
         await limiter!.close();
         await accounts.close();
@@ -240,7 +265,8 @@ export async function serve(config: Config, role: Role, version: string, opts: {
     core = role === "gateway" ? null : await startCore(config, { version, registry, ...opts, ...(localSocketPath ? { localSocketPath } : {}) });
     coreHttp = role === "core" && core ? await startCoreMetricsServer(config, core) : null;
     const coreAddress = core ? (core.grpc.localAddress ?? core.grpc.address) : undefined;
-    gateway = role === "core" ? null : await startGateway(config, { version, registry, ...(coreAddress ? { coreAddress } : {}) });
+    const balanced = cluster.isWorker && balancesConnections(config, role);
+    gateway = role === "core" ? null : await startGateway(config, { version, registry, balanced, ...(coreAddress ? { coreAddress } : {}) });
   } catch (err) {
     await coreHttp?.close();
     await core?.close();
