@@ -31,7 +31,10 @@ LABEL org.opencontainers.image.title="reposearch" \
       org.opencontainers.image.description="Semantic search over public source-code repositories, built for AI agents" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0"
+# NODE_OPTIONS: the 64 MiB young-generation semi-space that SERVE_SEMI_SPACE_MB gives cluster workers,
+# for the one-process pods of the Kubernetes and Compose deployments too (README, "Processes").
 ENV NODE_ENV=production \
+    NODE_OPTIONS=--max-semi-space-size=64 \
     DATA_DIR=/data \
     HOST=0.0.0.0 \
     PORT=8080 \

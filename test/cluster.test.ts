@@ -3,6 +3,7 @@
  * real index, and every request below is real HTTP on a fresh connection (the primary hands each
  * connection to the worker holding fewest). What one process could not show:
  *  - keep-alive connections opened at once are split evenly over the workers;
+ *  - the workers run with the V8 semi-space SERVE_SEMI_SPACE_MB asks for;
  *  - the memory rate limiter counts once for the machine, not once per worker;
  *  - /metrics on any worker reports the sum over both;
  *  - a killed worker is replaced and the service keeps answering;
@@ -161,6 +162,13 @@ test("keep-alive connections opened at once are split evenly over the workers", 
   }
   // The workers report the closes, so the counts start from zero again for the tests below.
   assert.ok(await waitUntil(() => workerPids().every((pid) => connectionsHeld(pid, Number(new URL(url).port)) === 0), 5_000));
+});
+
+test("workers run with the semi-space SERVE_SEMI_SPACE_MB sets (default 64 MiB)", () => {
+  for (const pid of workerPids()) {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    assert.ok(argv.includes("--max-semi-space-size=64"), argv.join(" "));
+  }
 });
 
 test("two workers serve; the per-IP limit counts once across both; /metrics on either worker is the sum", async () => {

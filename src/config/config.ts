@@ -82,6 +82,7 @@ const envSchema = z.object({
   METRICS_PORT: int(0, 65535).default(9464),
   SERVE_PROCESSES: int(0, 256).default(0),
   SERVE_BALANCING: z.enum(BALANCING_POLICIES).default("least-connections"),
+  SERVE_SEMI_SPACE_MB: int(0, 1024).default(64),
   // Rerank stage.
   RERANKER: z.enum(RERANKER_KINDS).default("off"),
   RERANK_MODEL_DIR: optionalString,
@@ -179,6 +180,8 @@ export interface Config {
      * to the worker holding fewest) or "round-robin" (node:cluster's own). gRPC ports use node:cluster's.
      */
     readonly balancing: BalancingPolicy;
+    /** V8 young-generation semi-space of each cluster worker in MiB (--max-semi-space-size); 0 = V8's default. */
+    readonly workerSemiSpaceMb: number;
   };
   readonly rerank: {
     /** Which reranker the server enables; "off" disables the stage whatever requests ask. */
@@ -324,6 +327,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       metricsPort: e.METRICS_PORT,
       processes: e.SERVE_PROCESSES === 0 ? autoServeProcesses(availableParallelism(), totalmem()) : e.SERVE_PROCESSES,
       balancing: e.SERVE_BALANCING,
+      workerSemiSpaceMb: e.SERVE_SEMI_SPACE_MB,
     },
     rerank: {
       kind: e.RERANKER,
