@@ -89,7 +89,7 @@ export interface ClusterOptions {
  * worker), waits until they all serve, keeps them running, and resolves after a graceful stop on
  * SIGTERM/SIGINT. Rejects when a worker fails before the cluster was first ready.
  */
-export function runClusterPrimary(config: Config, role: Role, opts: ClusterOptions = {}): Promise<void> {
+export async function runClusterPrimary(config: Config, role: Role, opts: ClusterOptions = {}): Promise<void> {
   const log = (opts.logger ?? rootLogger).child({ component: "cluster" });
   const policy = opts.restartPolicy ?? RESTART_POLICY;
   const target = config.server.processes;
@@ -100,100 +100,99 @@ export function runClusterPrimary(config: Config, role: Role, opts: ClusterOptio
 
   // The balancer listens before any worker exists, so a taken port fails the start at once.
   const balancer = balancesConnections(config, role) ? new ConnectionBalancer({ logger: log }) : null;
-  const listening = balancer
-    ? balancer.listen(config.server.port, config.server.host).catch((err: unknown) => {
-        throw new Error(`cannot listen on ${config.server.host}:${config.server.port}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-      })
-    : Promise.resolve(null);
-
-  return listening.then((balancedUrl) => runWorkers(balancedUrl));
-
-  function runWorkers(balancedUrl: string | null): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const started = new Map<number, number>(); // live worker id → fork time
-      const ready = new Set<number>();
-      let firstReady = false;
-      let stopping = false;
-      let failed = false;
-      let restartDelayMs = policy.initialDelayMs;
-      const restartTimers = new Set<NodeJS.Timeout>();
-
-      const fork = (): Worker => {
-        const w = cluster.fork();
-        started.set(w.id, Date.now());
-        return w;
-      };
-
-      const stopAll = (why: string): void => {
-        if (stopping) return;
-        stopping = true;
-        for (const t of restartTimers) clearTimeout(t);
-        restartTimers.clear();
-        log.info("stopping workers", { reason: why, workers: started.size });
-        // No new connections from here on; the workers drain the ones they hold.
-        void balancer?.close();
-        for (const w of Object.values(cluster.workers ?? {})) if (w && started.has(w.id) && !w.isDead()) w.process.kill("SIGTERM");
-        // A worker that ignores SIGTERM past its grace period (and some margin) is killed.
-        const hard = setTimeout(() => {
-          for (const w of Object.values(cluster.workers ?? {})) if (w && !w.isDead()) w.process.kill("SIGKILL");
-        }, config.server.shutdownGraceMs + 15_000);
-        hard.unref();
-        maybeDone();
-      };
-
-      const maybeDone = (): void => {
-        if (!stopping || started.size > 0) return;
-        cluster.removeListener("message", onMessage);
-        cluster.removeListener("exit", onExit);
-        process.removeListener("SIGINT", onSigint);
-        process.removeListener("SIGTERM", onSigterm);
-        log.info("all workers stopped");
-        if (failed) reject(new Error("a serving process failed during start-up; see its log above"));
-        else resolve();
-      };
-
-      const onMessage = (worker: Worker, msg: unknown): void => {
-        if (balancer?.onMessage(worker, msg)) return;
-        const m = msg as Partial<ReadyMessage> | null;
-        if (m?.type !== READY) return;
-        ready.add(worker.id);
-        balancer?.addWorker(worker);
-        log.info("worker serving", { worker: worker.id, pid: worker.process.pid });
-        if (!firstReady && ready.size >= target) {
-          firstReady = true;
-          opts.onReady?.({ processes: target, url: balancedUrl ?? m.url ?? null, grpcAddress: m.grpcAddress ?? null, coreMetricsUrl: m.coreMetricsUrl ?? null });
-        }
-      };
-
-      const onExit = (worker: Worker, code: number | null, signal: string | null): void => {
-        const lived = Date.now() - (started.get(worker.id) ?? Date.now());
-        started.delete(worker.id);
-        balancer?.removeWorker(worker);
-        const wasReady = ready.delete(worker.id);
-        if (stopping) return maybeDone();
-        if (!firstReady) {
-          log.error("serving process failed during start-up", { worker: worker.id, code, signal });
-          failed = true;
-          return stopAll("start-up failure");
-        }
-        if (lived >= policy.resetAfterMs) restartDelayMs = policy.initialDelayMs;
-        log.error("serving process exited; restarting it", { worker: worker.id, code, signal, wasReady, restartInMs: restartDelayMs });
-        const t = setTimeout(() => {
-          restartTimers.delete(t);
-          if (!stopping) fork();
-        }, restartDelayMs);
-        restartTimers.add(t);
-        restartDelayMs = Math.min(policy.maxDelayMs, restartDelayMs * 2);
-      };
-
-      const onSigint = (): void => stopAll("SIGINT");
-      const onSigterm = (): void => stopAll("SIGTERM");
-      cluster.on("message", onMessage);
-      cluster.on("exit", onExit);
-      process.on("SIGINT", onSigint);
-      process.on("SIGTERM", onSigterm);
-      log.info("starting serving processes", { processes: target, role, ...(balancedUrl ? { balancing: "least-connections", url: balancedUrl } : {}) });
-      for (let i = 0; i < target; i++) fork();
-    });
+  let balancedUrl: string | null = null;
+  if (balancer) {
+    try {
+      balancedUrl = await balancer.listen(config.server.port, config.server.host);
+    } catch (err) {
+      throw new Error(`cannot listen on ${config.server.host}:${config.server.port}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
   }
+
+  return new Promise<void>((resolve, reject) => {
+    const started = new Map<number, number>(); // live worker id → fork time
+    const ready = new Set<number>();
+    let firstReady = false;
+    let stopping = false;
+    let failed = false;
+    let restartDelayMs = policy.initialDelayMs;
+    const restartTimers = new Set<NodeJS.Timeout>();
+
+    const fork = (): Worker => {
+      const w = cluster.fork();
+      started.set(w.id, Date.now());
+      return w;
+    };
+
+    const stopAll = (why: string): void => {
+      if (stopping) return;
+      stopping = true;
+      for (const t of restartTimers) clearTimeout(t);
+      restartTimers.clear();
+      log.info("stopping workers", { reason: why, workers: started.size });
+      // No new connections from here on; the workers drain the ones they hold.
+      void balancer?.close();
+      for (const w of Object.values(cluster.workers ?? {})) if (w && started.has(w.id) && !w.isDead()) w.process.kill("SIGTERM");
+      // A worker that ignores SIGTERM past its grace period (and some margin) is killed.
+      const hard = setTimeout(() => {
+        for (const w of Object.values(cluster.workers ?? {})) if (w && !w.isDead()) w.process.kill("SIGKILL");
+      }, config.server.shutdownGraceMs + 15_000);
+      hard.unref();
+      maybeDone();
+    };
+
+    const maybeDone = (): void => {
+      if (!stopping || started.size > 0) return;
+      cluster.removeListener("message", onMessage);
+      cluster.removeListener("exit", onExit);
+      process.removeListener("SIGINT", onSigint);
+      process.removeListener("SIGTERM", onSigterm);
+      log.info("all workers stopped");
+      if (failed) reject(new Error("a serving process failed during start-up; see its log above"));
+      else resolve();
+    };
+
+    const onMessage = (worker: Worker, msg: unknown): void => {
+      if (balancer?.onMessage(worker, msg)) return;
+      const m = msg as Partial<ReadyMessage> | null;
+      if (m?.type !== READY) return;
+      ready.add(worker.id);
+      balancer?.addWorker(worker);
+      log.info("worker serving", { worker: worker.id, pid: worker.process.pid });
+      if (!firstReady && ready.size >= target) {
+        firstReady = true;
+        opts.onReady?.({ processes: target, url: balancedUrl ?? m.url ?? null, grpcAddress: m.grpcAddress ?? null, coreMetricsUrl: m.coreMetricsUrl ?? null });
+      }
+    };
+
+    const onExit = (worker: Worker, code: number | null, signal: string | null): void => {
+      const lived = Date.now() - (started.get(worker.id) ?? Date.now());
+      started.delete(worker.id);
+      balancer?.removeWorker(worker);
+      const wasReady = ready.delete(worker.id);
+      if (stopping) return maybeDone();
+      if (!firstReady) {
+        log.error("serving process failed during start-up", { worker: worker.id, code, signal });
+        failed = true;
+        return stopAll("start-up failure");
+      }
+      if (lived >= policy.resetAfterMs) restartDelayMs = policy.initialDelayMs;
+      log.error("serving process exited; restarting it", { worker: worker.id, code, signal, wasReady, restartInMs: restartDelayMs });
+      const t = setTimeout(() => {
+        restartTimers.delete(t);
+        if (!stopping) fork();
+      }, restartDelayMs);
+      restartTimers.add(t);
+      restartDelayMs = Math.min(policy.maxDelayMs, restartDelayMs * 2);
+    };
+
+    const onSigint = (): void => stopAll("SIGINT");
+    const onSigterm = (): void => stopAll("SIGTERM");
+    cluster.on("message", onMessage);
+    cluster.on("exit", onExit);
+    process.on("SIGINT", onSigint);
+    process.on("SIGTERM", onSigterm);
+    log.info("starting serving processes", { processes: target, role, ...(balancedUrl ? { balancing: "least-connections", url: balancedUrl } : {}) });
+    for (let i = 0; i < target; i++) fork();
+  });
 }

@@ -27,8 +27,8 @@ import { createGatewayMetrics, type GatewayMetrics } from "../gateway/metrics.js
 import { createQueryCache } from "../gateway/query-cache.js";
 import { EmbeddedStore } from "../store/embedded/store.js";
 import { openStore } from "../store/factory.js";
-import { balancesConnections, receiveConnections } from "./balancer.js";
 import type { VectorStore } from "../store/types.js";
+import { balancesConnections, receiveConnections } from "./balancer.js";
 
 export type Role = "all" | "core" | "gateway";
 
