@@ -10,7 +10,8 @@
  *   defaults: false  → an unset field is absent from the object, which is how proto3 `optional`
  *                      and message presence survive decoding;
  *   arrays/objects   → repeated and map fields are always [] / {} (they have no presence anyway);
- *   oneofs: true     → proto-loader adds `_field` markers for `optional` fields; ignored here.
+ *   oneofs: false    → no `_field` markers for `optional` fields (presence is the key itself): they
+ *                      would double the properties of every decoded result.
  * Decoded objects are treated as `unknown` and narrowed field by field.
  */
 import path from "node:path";
@@ -51,7 +52,7 @@ export const PROTO_LOADER_OPTIONS: Readonly<protoLoader.Options> = {
   defaults: false,
   arrays: true,
   objects: true,
-  oneofs: true,
+  oneofs: false,
 };
 
 export interface LoadedProtos {
@@ -277,7 +278,11 @@ function malformed(code: ErrorCode, at: string, expected: string): ReposearchErr
 /** Copies only the set keys, so proto-loader sees "unset" rather than `undefined`. */
 function defined<T extends object>(o: { [K in keyof T]: T[K] | undefined | null }): T {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(o)) if (v !== undefined && v !== null) out[k] = v;
+  // for-in, not Object.entries: this runs for every result of every response (no pair arrays).
+  for (const k in o) {
+    const v = (o as Record<string, unknown>)[k];
+    if (v !== undefined && v !== null) out[k] = v;
+  }
   return out as T;
 }
 

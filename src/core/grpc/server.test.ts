@@ -355,6 +355,16 @@ describe("gRPC SearchService", () => {
     }
   });
 
+  it("an answered call leaves its signal alone when grpc-js reports the closed stream as 'cancelled'", async () => {
+    core.signals = [];
+    await client.search({ query: "answered" });
+    assert.equal(core.signals.length, 1);
+    // grpc-js emits 'cancelled' on the server call once the stream closes, answered or not; treating
+    // that as the client leaving would abort (and build an Error for) every finished call.
+    await sleep(100);
+    assert.equal(core.signals[0].aborted, false, `aborted with ${String(core.signals[0].reason)}`);
+  });
+
   it("client cancellation (AbortSignal) rejects with the reason and aborts the core's signal", async () => {
     core.impl = waitForAbort;
     core.signals = [];

@@ -152,6 +152,9 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
       const ac = new AbortController();
       const remainingMs = msUntil(call.getDeadline());
       let deadlineTimer: NodeJS.Timeout | undefined;
+      // grpc-js emits 'cancelled' when the stream closes, answered calls included: once answered, ignore it
+      // (otherwise every call would build an Error and abort a signal nobody listens to any more).
+      let answered = false;
       const onDeadline = (): void => ac.abort(new ReposearchError(ErrorCode.DeadlineExceeded, "deadline exceeded"));
       if (remainingMs <= 0) onDeadline();
       else if (remainingMs < 2 ** 31 - 1) {
@@ -161,7 +164,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
       // A client resets the stream when its own deadline timer fires, which is usually a moment
       // before ours (its clock started first), so a cancel that close to the deadline is the deadline.
       call.on("cancelled", () => {
-        if (ac.signal.aborted) return;
+        if (answered || ac.signal.aborted) return;
         if (msUntil(call.getDeadline()) <= DEADLINE_SKEW_MS) onDeadline();
         else ac.abort(new CallCancelled("call cancelled by the client"));
       });
@@ -187,9 +190,11 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
             context.with(spanCtx, () => work(call.request, ac.signal, callCtx)),
             ac.signal,
           );
+          answered = true;
           callback(null, reply);
           finish(grpc.status.OK);
         } catch (thrown) {
+          answered = true;
           // Once aborted, the abort reason is the truth, whatever the core threw on the way out.
           const reason: unknown = ac.signal.aborted ? ac.signal.reason : thrown;
           if (reason instanceof CallCancelled) {
