@@ -361,7 +361,8 @@ export function fuse(lex: readonly ScoredPoint[] | null, dense: readonly ScoredP
     const cat = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
     c.fused = w.lexical * ln + w.dense * dn + w.stars * Math.min(1, stars) + w.language * lang + w.category * cat;
   }
-  out.sort((a, b) => b.fused - a.fused || (a.payload.key < b.payload.key ? -1 : 1));
+  // -1/0/1 only: returning b.fused - a.fused would box a heap number per comparison.
+  out.sort((a, b) => (a.fused > b.fused ? -1 : a.fused < b.fused ? 1 : a.payload.key < b.payload.key ? -1 : 1));
   return out;
 }
 

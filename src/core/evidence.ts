@@ -4,7 +4,7 @@
  * characters are stripped and every snippet is capped.
  */
 import type { RepoPayload } from "../dataset/record.js";
-import { analyze, stripMarkup } from "../store/embedded/analyzer.js";
+import { analyze, collapseWhitespace, stripMarkup } from "../store/embedded/analyzer.js";
 import type { AppliedFilters } from "./types.js";
 import type { QueryUnderstanding } from "./query.js";
 
@@ -18,7 +18,7 @@ const UNSAFE_CHARS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202
 
 /** Plain, single-line, capped text. */
 export function sanitizeSnippet(text: string, maxChars = MAX_SNIPPET_CHARS): string {
-  let s = stripMarkup(text).replace(UNSAFE_CHARS, " ").replace(/\s+/g, " ").trim();
+  let s = collapseWhitespace(stripMarkup(text).replace(UNSAFE_CHARS, " ")).trim();
   if (s.length > maxChars) {
     const cut = s.lastIndexOf(" ", maxChars - 1);
     s = `${s.slice(0, cut > maxChars / 2 ? cut : maxChars - 1).trimEnd()}…`;

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { analyze, createAnalyzer, porterStem, sStem, stripMarkup, STOP_WORDS } from "./analyzer.js";
+import { analyze, collapseWhitespace, createAnalyzer, porterStem, sStem, stripMarkup, STOP_WORDS } from "./analyzer.js";
 
 const plain = createAnalyzer({ stemmer: "none" });
 
@@ -124,4 +124,20 @@ test("stripMarkup and analyze stay fast on hostile input", () => {
   const t0 = performance.now();
   for (const h of hostile) analyze(stripMarkup(h));
   assert.ok(performance.now() - t0 < 2000, `took ${performance.now() - t0} ms`);
+});
+
+test("collapseWhitespace is replace(/\\s+/g, \" \") on every mix of whitespace kinds, and keeps single-spaced text as it is", () => {
+  const ws = [" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2028", "\u3000", "\ufeff", " \t", "\t "];
+  let seed = 7;
+  const rnd = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return (seed >>> 8) % n;
+  };
+  for (let i = 0; i < 20_000; i++) {
+    let s = "";
+    for (let j = rnd(12); j > 0; j--) s += rnd(2) === 0 ? "ab"[rnd(2)]! : ws[rnd(ws.length)]!;
+    assert.equal(collapseWhitespace(s), s.replace(/\s+/g, " "), JSON.stringify(s));
+  }
+  const single = "Matched terms in name (cli, go); description (build)";
+  assert.equal(collapseWhitespace(single), single);
 });

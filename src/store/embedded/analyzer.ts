@@ -582,5 +582,17 @@ const MARKUP_HINT = /[<>\[&`*#|~_]|:\/\/|www\.|:[a-z0-9_+\-]{2,30}:|^[ \t]*(?:[-
 
 /** Control and zero-width characters become spaces, then whitespace runs collapse. */
 function collapse(s: string): string {
-  return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f\u200b-\u200f\u2060\ufeff]/g, " ").replace(/\s+/g, " ").trim();
+  return collapseWhitespace(s.replace(/[\u0000-\u0008\u000b-\u001f\u007f\u200b-\u200f\u2060\ufeff]/g, " ")).trim();
+}
+
+/**
+ * The whitespace runs that `s.replace(/\s+/g, " ")` would change: two or more characters, or one that
+ * is not a plain space. Same result, but text with single spaces only is returned as it is instead of
+ * being rebuilt (this runs on every snippet of every search).
+ */
+const WHITESPACE_TO_COLLAPSE = /\s{2,}|[^\S ]/g;
+
+/** Every whitespace run as one space (the same as `s.replace(/\s+/g, " ")`). */
+export function collapseWhitespace(s: string): string {
+  return s.replace(WHITESPACE_TO_COLLAPSE, " ");
 }

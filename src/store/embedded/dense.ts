@@ -20,7 +20,7 @@ import { dot, dotInt8, quantizeInt8Bounded, quantizeQuery, type BoundedInt8Rows 
 import { Int8Scanner, queryCodeMax } from "./int8-kernel.js";
 import type { HnswGraph } from "./hnsw.js";
 import type { SubgraphData, SubgraphField } from "./subgraphs.js";
-import type { Hit } from "./types.js";
+import { bestFirst, type Hit } from "./types.js";
 
 export interface DenseData {
   readonly vectors: Float32Array;
@@ -392,6 +392,6 @@ function searchCover(data: DenseData, cover: Cover, query: Float32Array, allow: 
     const q8 = scanCodes(data, cover.remainder.count());
     hits.push(...(q8 === undefined ? exactSearch(data, query, opts.k, cover.remainder) : boundedScan(data, q8, query, opts.k, cover.remainder)));
   }
-  hits.sort((a, b) => b.score - a.score || a.idx - b.idx);
+  hits.sort(bestFirst);
   return hits.slice(0, opts.k);
 }

@@ -13,7 +13,7 @@ import { batchEnd, createBuildState, InsertPlanner, MAX_LEVEL, SEQUENTIAL_PREFIX
 import { PlanPool } from "./engine-hnsw-pool.js";
 import { dot, dotF32I8, quantizeQuery, type Int8Rows } from "./engine-vec.js";
 import { queryCodeMax, type Int8Scanner } from "./int8-kernel.js";
-import type { Hit } from "./types.js";
+import { bestFirst, type Hit } from "./types.js";
 
 export interface HnswParams {
   /** Links per node on upper layers (layer 0 keeps 2·m). */
@@ -287,7 +287,7 @@ export class HnswGraph {
       res.pop();
       all.push({ idx, score: dot(query, 0, vectors, idx * dims, dims) });
     }
-    all.sort((a, b) => b.score - a.score || a.idx - b.idx);
+    all.sort(bestFirst);
     return all.slice(0, k);
   }
 

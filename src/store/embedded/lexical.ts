@@ -17,7 +17,7 @@
  * tf~·(k1+1)/(k1+tf~): a search then costs one multiply-add per posting.
  */
 import type { Bitset } from "./bitset.js";
-import type { Hit } from "./types.js";
+import { bestFirst, type Hit } from "./types.js";
 import { analyze, stripMarkup } from "./analyzer.js";
 
 export interface LexicalDoc {
@@ -189,7 +189,7 @@ export class LexicalIndex {
     }
     const hits: Hit[] = new Array(size);
     for (let i = 0; i < size; i++) hits[i] = { idx: hIdx[i]!, score: hScore[i]! };
-    hits.sort((a, b) => b.score - a.score || a.idx - b.idx);
+    hits.sort(bestFirst);
     return hits;
   }
 
