@@ -3,6 +3,7 @@
  * signal for ranking (a boost, never a filter the caller did not ask for) and is reported in evidence.
  */
 import type { Category } from "../dataset/record.js";
+import { collapseWhitespace } from "../store/embedded/analyzer.js";
 
 export interface QueryUnderstanding {
   /** Lowercased primary language named in the query (as stored in languageLc), or null. */
@@ -60,7 +61,7 @@ const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
 ];
 
 export function understandQuery(query: string): QueryUnderstanding {
-  const q = ` ${query.toLowerCase().replace(/\s+/g, " ").trim()} `.trim();
+  const q = ` ${collapseWhitespace(query.toLowerCase()).trim()} `.trim();
   let language: string | null = null;
   for (const [re, lang] of LANGUAGE_ALIASES) {
     if (re.test(q)) {
