@@ -84,7 +84,7 @@ describe("runner statistics", () => {
     assert.equal(s[39_999], 40_000);
   });
 
-  test("summaries: RPS counts 2xx only, non-2xx and errors apart, CPU as % of one core", () => {
+  test("summaries: RPS counts 2xx only, non-2xx and errors apart, CPU as % of one core and per answered request", () => {
     const lat = new Latencies();
     for (const x of [10, 20, 30, 40]) lat.push(x);
     const s = summarize("t", [{ label: "t", connections: 2, seconds: 2, latencies: lat, statuses: { "200": 3, "429": 1 }, errors: { ECONNRESET: 1 }, invalidBodies: 0, sampledBodies: 1, byMix: { defaults: 5 } }], 1, 0.5);
@@ -96,7 +96,9 @@ describe("runner statistics", () => {
     assert.equal(s.latencyMs.p50, 20);
     assert.equal(s.latencyMs.max, 40);
     assert.equal(s.serverCpuPct, 50);
+    assert.equal(s.serverCpuMsPerRequest, 250); // 1 s of server CPU over 4 answers (the reset got none)
     assert.equal(s.loadgenCpuPct, 25);
+    assert.equal(summarize("t", [{ label: "t", connections: 1, seconds: 1, latencies: new Latencies(), statuses: {}, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {} }], 1, 0).serverCpuMsPerRequest, null);
   });
 
   test("scenarios: defaults and overrides", () => {

@@ -77,6 +77,11 @@ export interface Summary {
   readonly invalidBodies: number;
   /** Server process CPU, % of one core (null when not measured). */
   readonly serverCpuPct: number | null;
+  /**
+   * Server CPU per answered request, in ms (null when not measured or nothing was answered). On a
+   * machine whose speed drifts, builds compare better by this than by RPS alone.
+   */
+  readonly serverCpuMsPerRequest: number | null;
   /** This process (the load generator) CPU, % of one core. */
   readonly loadgenCpuPct: number;
   readonly byMix: Record<string, number>;
@@ -130,6 +135,7 @@ export function summarize(label: string, recs: readonly PhaseRecord[], serverCpu
     sampledBodies: recs.reduce((s, r) => s + r.sampledBodies, 0),
     invalidBodies: recs.reduce((s, r) => s + r.invalidBodies, 0),
     serverCpuPct: serverCpuS === null ? null : r1((serverCpuS / seconds) * 100),
+    serverCpuMsPerRequest: serverCpuS === null || responses === 0 ? null : r3((serverCpuS * 1000) / responses),
     loadgenCpuPct: r1((loadgenCpuS / seconds) * 100),
     byMix,
   };
@@ -138,13 +144,13 @@ export function summarize(label: string, recs: readonly PhaseRecord[], serverCpu
 export function markdownTable(rows: readonly Summary[]): string {
   const f = (x: number | null) => (x === null || Number.isNaN(x) ? "–" : String(x));
   const lines = [
-    "| scenario | connections | duration s | requests | RPS (2xx/s) | p50 ms | p95 ms | p99 ms | max ms | errors | non-2xx | server CPU % | loadgen CPU % |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| scenario | connections | duration s | requests | RPS (2xx/s) | p50 ms | p95 ms | p99 ms | max ms | errors | non-2xx | server CPU % | server CPU ms/request | loadgen CPU % |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const s of rows) {
     const l = s.latencyMs;
     lines.push(
-      `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.loadgenCpuPct)} |`,
+      `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.serverCpuMsPerRequest === null ? null : r3(s.serverCpuMsPerRequest))} | ${f(s.loadgenCpuPct)} |`,
     );
   }
   return lines.join("\n");
