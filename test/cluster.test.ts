@@ -6,7 +6,8 @@
  *  - the workers run with the V8 semi-space SERVE_SEMI_SPACE_MB asks for;
  *  - the memory rate limiter counts once for the machine, not once per worker;
  *  - /metrics on any worker reports the sum over both;
- *  - a killed worker is replaced and the service keeps answering;
+ *  - a killed worker is replaced, the service keeps answering, and keep-alive clients that moved to
+ *    the survivor are shed back to the replacement until the split is even;
  *  - SIGTERM drains both and the primary exits 0, leaving no socket files;
  *  - a worker that cannot start fails the whole start instead of being restarted forever, and a
  *    taken REST port fails it before any worker is forked.
@@ -93,6 +94,27 @@ function connectionsHeld(pid: number, port: number): number {
   return held;
 }
 
+/** GET /health through `agent` (keep-alive), as client `ip` (X-Forwarded-For); retried when a reused connection turns out dead. */
+function healthVia(agent: Agent, ip: string, retries = 5): Promise<number> {
+  const u = new URL("/health", url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, agent, headers: { "x-forwarded-for": ip } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", (err) => (retries > 0 ? healthVia(agent, ip, retries - 1).then(resolve, reject) : reject(err)));
+    req.end();
+  });
+}
+
+/** Established REST connections each worker holds, sorted. */
+function split(): number[] {
+  const port = Number(new URL(url).port);
+  return workerPids()
+    .map((pid) => connectionsHeld(pid, port))
+    .sort((a, b) => a - b);
+}
+
 /** The value of one sample line (`name{labels} value`) in Prometheus text, 0 when absent. */
 function sample(text: string, prefix: string): number {
   const line = text.split("\n").find((l) => l.startsWith(prefix));
@@ -143,25 +165,14 @@ after(() => {
 test("keep-alive connections opened at once are split evenly over the workers", async () => {
   const agent = new Agent({ keepAlive: true, maxSockets: 10 });
   try {
-    const u = new URL("/health", url);
-    const get = (): Promise<number> =>
-      new Promise((resolve, reject) => {
-        const req = request({ host: u.hostname, port: u.port, path: u.pathname, agent, headers: { "x-forwarded-for": "203.0.113.9" } }, (res) => {
-          res.resume();
-          res.on("end", () => resolve(res.statusCode ?? 0));
-        });
-        req.on("error", reject);
-        req.end();
-      });
-    assert.deepEqual(await Promise.all(Array.from({ length: 10 }, get)), Array<number>(10).fill(200));
+    assert.deepEqual(await Promise.all(Array.from({ length: 10 }, () => healthVia(agent, "203.0.113.9"))), Array<number>(10).fill(200));
     // All ten stay open (keep-alive); node:cluster's round-robin would split such a burst by which worker answered first.
-    const held = workerPids().map((pid) => connectionsHeld(pid, Number(u.port)));
-    assert.deepEqual(held, [5, 5]);
+    assert.deepEqual(split(), [5, 5]);
   } finally {
     agent.destroy();
   }
   // The workers report the closes, so the counts start from zero again for the tests below.
-  assert.ok(await waitUntil(() => workerPids().every((pid) => connectionsHeld(pid, Number(new URL(url).port)) === 0), 5_000));
+  assert.ok(await waitUntil(() => split().every((n) => n === 0), 5_000));
 });
 
 test("workers run with the semi-space SERVE_SEMI_SPACE_MB sets (default 64 MiB)", () => {
@@ -197,20 +208,41 @@ test("two workers serve; the per-IP limit counts once across both; /metrics on e
   }
 });
 
-test("a killed worker is replaced and the service keeps answering", async () => {
-  const [victim, survivor] = workerPids();
-  assert.ok(victim && survivor);
-  process.kill(victim, "SIGKILL");
-  assert.ok(
-    await waitUntil(() => {
-      const pids = workerPids();
-      return pids.length === 2 && !pids.includes(victim);
-    }, 30_000),
-    "no replacement worker",
-  );
-  assert.ok(workerPids().includes(survivor));
-  assert.match(primaryLog, /"serving process exited; restarting it"/);
-  assert.ok(await waitUntil(() => primaryLog.match(/"worker serving"/g)?.length === 3, 30_000), "the replacement never reported serving");
+test("a killed worker is replaced, the service keeps answering, and the replacement gets its share of keep-alive connections", async () => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 10 });
+  let client = 0;
+  // Ten keep-alive clients, each from its own address (the per-IP limit is small here).
+  const round = async (): Promise<void> => {
+    const statuses = await Promise.all(Array.from({ length: 10 }, () => healthVia(agent, `198.51.100.${(client++ % 250) + 1}`)));
+    assert.deepEqual(statuses, Array<number>(10).fill(200));
+  };
+  try {
+    await round();
+    assert.deepEqual(split(), [5, 5]);
+    const [victim, survivor] = workerPids();
+    assert.ok(victim && survivor);
+    process.kill(victim, "SIGKILL");
+    assert.ok(await waitUntil(() => !workerPids().includes(victim), 5_000), "the victim was not reaped");
+    // The victim's clients reconnect at once, before any replacement can serve: the survivor takes all ten.
+    await round();
+    assert.equal(connectionsHeld(survivor, Number(new URL(url).port)), 10);
+    assert.ok(
+      await waitUntil(() => {
+        const pids = workerPids();
+        return pids.length === 2 && !pids.includes(victim);
+      }, 30_000),
+      "no replacement worker",
+    );
+    assert.ok(workerPids().includes(survivor));
+    assert.match(primaryLog, /"serving process exited; restarting it"/);
+    assert.ok(await waitUntil(() => primaryLog.match(/"worker serving"/g)?.length === 3, 30_000), "the replacement never reported serving");
+    // The survivor sheds its excess (Connection: close on five next responses); those clients come back through the primary to the new worker.
+    for (let i = 0; i < 5 && split()[0] !== 5; i++) await round();
+    assert.deepEqual(split(), [5, 5]);
+    assert.match(primaryLog, /"asking a worker to shed connections to the new one"/);
+  } finally {
+    agent.destroy();
+  }
   for (let i = 0; i < 4; i++) assert.equal((await send("GET", "/health", undefined, "203.0.113.3")).status, 200);
 });
 

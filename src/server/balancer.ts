@@ -12,10 +12,17 @@
  * The primary accepts (pauseOnConnect: no byte is read there) and sends the socket handle over the
  * worker's IPC channel, exactly as node:cluster does; the worker emits it on its HTTP server and
  * reports when it closes. Until a worker is serving, accepted connections wait in a bounded queue.
+ *
+ * A worker that joins later (a replacement after a crash) would otherwise get new connections only,
+ * while keep-alive clients stay on the survivors for good. So when a worker joins, the ones above
+ * their fair share are told to shed the excess: each answers its next requests on that many
+ * connections with `Connection: close`, and the clients reconnect through the primary, which hands
+ * those connections to the least loaded worker. Closing after a response, never an idle socket, so
+ * no client loses a request it already sent.
  */
 import type { Worker } from "node:cluster";
 import { createServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
-import type { Server as HttpServer } from "node:http";
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../common/logger.js";
 import type { BalancingPolicy } from "../config/config.js";
 
@@ -23,6 +30,11 @@ import type { BalancingPolicy } from "../config/config.js";
 export const HANDOFF = "reposearch:connection";
 /** Worker → primary: that many handed-off connections closed. */
 export const CLOSED = "reposearch:connections-closed";
+/** Primary → worker: close that many connections after their next response (rebalancing). */
+export const SHED = "reposearch:shed-connections";
+
+/** A shed request lapses after this long, so connections idle at the time are not closed much later, when the split may be even again. */
+export const SHED_WINDOW_MS = 30_000;
 
 /** Connections accepted while no worker serves (start-up, every worker restarting); later ones are refused. */
 export const PENDING_MAX = 1_024;
@@ -34,6 +46,21 @@ interface HandoffMessage {
 interface ClosedMessage {
   readonly type: typeof CLOSED;
   readonly count: number;
+}
+
+interface ShedMessage {
+  readonly type: typeof SHED;
+  readonly count: number;
+}
+
+/**
+ * How many connections each worker should shed so that none holds more than its fair share
+ * (⌈total / workers⌉), in the order of `counts`.
+ */
+export function excessOverFairShare(counts: readonly number[]): number[] {
+  const total = counts.reduce((a, b) => a + b, 0);
+  const fair = counts.length === 0 ? 0 : Math.ceil(total / counts.length);
+  return counts.map((c) => Math.max(0, c - fair));
 }
 
 /**
@@ -89,6 +116,13 @@ export class ConnectionBalancer {
     if (this.closed || this.slots.some((s) => s.worker === worker)) return;
     this.slots.push({ worker, connections: 0 });
     while (this.pending.length > 0) this.handOff(this.pending.shift()!);
+    const excess = excessOverFairShare(this.slots.map((s) => s.connections));
+    this.slots.forEach((slot, i) => {
+      if (excess[i]! === 0) return;
+      const msg: ShedMessage = { type: SHED, count: excess[i]! };
+      slot.worker.send(msg);
+      this.log.info("asking a worker to shed connections to the new one", { worker: slot.worker.id, connections: slot.connections, shed: excess[i] });
+    });
   }
 
   /** The worker died or stops: it takes no more connections (its own died with it). */
@@ -159,7 +193,8 @@ export function balancesConnections(config: { readonly server: { readonly proces
 /**
  * The worker's side: emits every handed-off connection on `server` and tells the primary when each
  * closes. `sockets` holds the live ones (graceful shutdown waits on them: node:http only counts the
- * connections its own listener accepted). `stop()` takes no more.
+ * connections its own listener accepted). `stop()` takes no more. On SHED, the next responses on
+ * that many distinct connections carry `Connection: close` (node:http then closes after the response).
  */
 export function receiveConnections(server: HttpServer): { readonly sockets: ReadonlySet<Socket>; stop(): void } {
   const sockets = new Set<Socket>();
@@ -174,7 +209,26 @@ export function receiveConnections(server: HttpServer): { readonly sockets: Read
     process.send!(msg);
   };
   let stopped = false;
+  let toShed = 0;
+  let shedUntilMs = 0;
+  const shed = new WeakSet<Socket>();
+  // Prepended: express may answer synchronously in its own listener, after which no header can be set.
+  server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
+    if (toShed === 0) return;
+    if (Date.now() > shedUntilMs) return void (toShed = 0);
+    const socket = req.socket;
+    if (!sockets.has(socket) || shed.has(socket)) return;
+    shed.add(socket);
+    toShed--;
+    res.setHeader("Connection", "close");
+  });
   const onMessage = (msg: unknown, handle: unknown): void => {
+    const shedMsg = msg as Partial<ShedMessage> | null;
+    if (shedMsg?.type === SHED) {
+      toShed = Math.min(sockets.size, toShed + Math.max(0, shedMsg.count ?? 0));
+      shedUntilMs = Date.now() + SHED_WINDOW_MS;
+      return;
+    }
     if ((msg as Partial<HandoffMessage> | null)?.type !== HANDOFF || !handle) return;
     const socket = handle as Socket;
     // Sent before the primary stopped accepting, delivered after this worker began to drain.
