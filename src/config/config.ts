@@ -79,6 +79,7 @@ const envSchema = z.object({
   CORE_TIMEOUT_MS: int(1, 600_000).default(2_000),
   INDEX_WATCH_INTERVAL_MS: int(100, 3_600_000).default(2_000),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+  GRPC_MAX_CONNECTION_AGE_MS: int(0, 86_400_000).default(300_000),
   METRICS_PORT: int(0, 65535).default(9464),
   SERVE_PROCESSES: int(0, 256).default(0),
   SERVE_BALANCING: z.enum(BALANCING_POLICIES).default("least-connections"),
@@ -171,6 +172,11 @@ export interface Config {
     readonly indexWatchIntervalMs: number;
     /** How long shutdown waits for in-flight requests before closing connections. */
     readonly shutdownGraceMs: number;
+    /**
+     * The core closes each gRPC connection after this long (GOAWAY; calls in flight finish), so clients
+     * re-resolve the core's address and spread over core replicas added since. 0 = never.
+     */
+    readonly grpcMaxConnectionAgeMs: number;
     /** HTTP port of a core-only process for /metrics and /health (the gateway serves its own). */
     readonly metricsPort: number;
     /** Serving processes of `serve` (and of `start` on a published index): node:cluster workers sharing the ports; 1 = no cluster. */
@@ -324,6 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       coreTimeoutMs: e.CORE_TIMEOUT_MS,
       indexWatchIntervalMs: e.INDEX_WATCH_INTERVAL_MS,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+      grpcMaxConnectionAgeMs: e.GRPC_MAX_CONNECTION_AGE_MS,
       metricsPort: e.METRICS_PORT,
       processes: e.SERVE_PROCESSES === 0 ? autoServeProcesses(availableParallelism(), totalmem()) : e.SERVE_PROCESSES,
       balancing: e.SERVE_BALANCING,

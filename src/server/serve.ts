@@ -72,6 +72,7 @@ export async function startCore(
     port: config.server.grpcPort,
     logger: log,
     shutdownGraceMs: config.server.shutdownGraceMs,
+    maxConnectionAgeMs: config.server.grpcMaxConnectionAgeMs,
     metrics,
     ...(opts.localSocketPath ? { localSocketPath: opts.localSocketPath } : {}),
   });

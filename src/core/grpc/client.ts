@@ -41,6 +41,9 @@ const DEFAULT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.max_reconnect_backoff_ms": 5_000,
   // Trees for 50 results can outgrow the 4 MiB default.
   "grpc.max_receive_message_length": 16 * 1024 * 1024,
+  // Spread calls over every address the target resolves to (dns:/// of a headless Service: every core
+  // pod). grpc-js's default, pick_first, would send all of them to the first address.
+  "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
 };
 
 /** host:port, [ipv6]:port, or a grpc target URI (dns:, ipv4:, ipv6:, unix:). */

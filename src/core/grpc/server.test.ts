@@ -102,8 +102,16 @@ const waitForAbort: SearchImpl = (_req, opts) =>
     signal.addEventListener("abort", () => reject(new Error("aborted by signal")), { once: true });
   });
 
-async function start(core: SearchCore, extra: { shutdownGraceMs?: number; healthPollMs?: number } = {}): Promise<GrpcServerHandle> {
-  return startGrpcServer({ core, host: "127.0.0.1", port: 0, logger, shutdownGraceMs: extra.shutdownGraceMs ?? 5_000, healthPollMs: extra.healthPollMs ?? 60_000 });
+async function start(core: SearchCore, extra: { shutdownGraceMs?: number; healthPollMs?: number; maxConnectionAgeMs?: number } = {}): Promise<GrpcServerHandle> {
+  return startGrpcServer({
+    core,
+    host: "127.0.0.1",
+    port: 0,
+    logger,
+    shutdownGraceMs: extra.shutdownGraceMs ?? 5_000,
+    healthPollMs: extra.healthPollMs ?? 60_000,
+    ...(extra.maxConnectionAgeMs !== undefined ? { maxConnectionAgeMs: extra.maxConnectionAgeMs } : {}),
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -547,6 +555,50 @@ describe("CoreClient address", () => {
     }
     for (const ok of ["127.0.0.1:50051", "localhost:1", "[::1]:50051", "core.internal:443", "dns:///core:50051", "unix:/tmp/core.sock"]) {
       assert.equal(checkCoreAddress(ok), ok);
+    }
+  });
+});
+
+describe("core replicas", () => {
+  it("the client spreads calls over every address its target resolves to (round robin, not pick_first)", async () => {
+    const cores = [new EchoCore(), new EchoCore()];
+    const servers = await Promise.all(cores.map((c) => start(c)));
+    servers.forEach((s) => s.setServing(true));
+    // One target, two addresses: what dns:/// of a headless Service gives for two core pods.
+    const client = new CoreClient(`ipv4:${servers.map((s) => s.address).join(",")}`);
+    try {
+      await client.waitForReady(5_000);
+      for (let i = 0; i < 20; i++) await client.search({ query: `q${i}` });
+      const counts = cores.map((c) => c.received.length);
+      assert.equal(counts[0]! + counts[1]!, 20);
+      assert.ok(counts.every((n) => n >= 5), `calls per replica ${counts.join("/")}`);
+    } finally {
+      client.close();
+      await Promise.all(servers.map((s) => s.shutdown()));
+    }
+  });
+
+  it("maxConnectionAgeMs closes a connection after that long (GOAWAY), and the next call reconnects", async () => {
+    const core = new EchoCore();
+    const server = await start(core, { maxConnectionAgeMs: 300, shutdownGraceMs: 100 });
+    server.setServing(true);
+    const raw = new grpc.Client(server.address, grpc.credentials.createInsecure());
+    const client = new CoreClient(server.address);
+    try {
+      await new Promise<void>((resolve, reject) => raw.waitForReady(Date.now() + 5_000, (err) => (err ? reject(err) : resolve())));
+      const channel = raw.getChannel();
+      assert.equal(channel.getConnectivityState(false), grpc.connectivityState.READY);
+      // Without an age limit the connection would stay READY well past this deadline.
+      const left = await new Promise<boolean>((resolve) =>
+        channel.watchConnectivityState(grpc.connectivityState.READY, Date.now() + 3_000, (err) => resolve(!err)),
+      );
+      assert.ok(left, "the connection was still up after 3 s");
+      // Calls keep working across the rotation.
+      for (let i = 0; i < 3; i++) assert.equal((await client.search({ query: `after ${i}` })).query, `after ${i}`);
+    } finally {
+      raw.close();
+      client.close();
+      await server.shutdown();
     }
   });
 });

@@ -28,6 +28,11 @@ export interface GrpcServerOptions {
   readonly logger: Logger;
   /** How long shutdown waits for in-flight calls before cutting connections. */
   readonly shutdownGraceMs: number;
+  /**
+   * Close each connection after this long (GOAWAY, then calls in flight get shutdownGraceMs), so
+   * clients re-resolve and reach replicas added since they connected. 0 or absent = never.
+   */
+  readonly maxConnectionAgeMs?: number;
   /** How often health is re-derived from core.ready(). Default 1000. */
   readonly healthPollMs?: number;
   /** Records every SearchService call (grpc_server_handling_seconds, grpc_server_handled_total). */
@@ -98,10 +103,12 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   const { core, logger } = opts;
   const log = logger.child({ component: "grpc" });
   const protos = loadProtos();
+  const maxAgeMs = opts.maxConnectionAgeMs ?? 0;
   const server = new grpc.Server({
     // Pings from the server find dead peers on long-idle connections (the gateway keeps one channel).
     "grpc.keepalive_time_ms": 60_000,
     "grpc.keepalive_timeout_ms": 20_000,
+    ...(maxAgeMs > 0 ? { "grpc.max_connection_age_ms": maxAgeMs, "grpc.max_connection_age_grace_ms": opts.shutdownGraceMs } : {}),
   });
 
   // --- health -------------------------------------------------------------------------------
