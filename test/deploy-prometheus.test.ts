@@ -34,8 +34,8 @@ const SERVICE_METRICS = [
   "credits_refunded_micros_total",
   "serving_processes",
 ];
-const RUNTIME_METRICS = ["process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds", "nodejs_eventloop_lag_p99_seconds", "up"];
-const HISTOGRAMS = new Set(["http_request_duration_seconds", "grpc_server_handling_seconds", "search_stage_duration_seconds"]);
+const RUNTIME_METRICS = ["process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds", "nodejs_eventloop_lag_p99_seconds", "nodejs_gc_duration_seconds", "up"];
+const HISTOGRAMS = new Set(["http_request_duration_seconds", "grpc_server_handling_seconds", "search_stage_duration_seconds", "nodejs_gc_duration_seconds"]);
 const KNOWN_METRICS = new Set([...SERVICE_METRICS, ...RUNTIME_METRICS]);
 
 /** The metric a series name belongs to (histogram series carry _bucket, _count, _sum). */
@@ -196,13 +196,21 @@ test("grafana: every panel queries metrics reposearch exports, and together they
       }
     }
   }
-  const required = [...SERVICE_METRICS.filter((m) => m !== "rate_limiter_unavailable_total"), "process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds"];
+  const required = [
+    ...SERVICE_METRICS.filter((m) => m !== "rate_limiter_unavailable_total"),
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "nodejs_eventloop_lag_seconds",
+    "nodejs_gc_duration_seconds",
+  ];
   for (const m of required) assert.ok(used.has(m), `the dashboard shows ${m}`);
   const exprs = panels.flatMap((p) => (p.targets as Obj[]).map((t) => String(t.expr)));
   for (const q of ["0.5", "0.95", "0.99"]) {
     assert.ok(exprs.some((e) => e.includes(`histogram_quantile(${q}`) && e.includes("http_request_duration_seconds_bucket") && /\broute\b/.test(e)), `p${Number(q) * 100} latency by route`);
   }
   assert.ok(exprs.some((e) => /by \(status\)/.test(e) && e.includes("http_request_duration_seconds_count")), "errors by status");
+  assert.ok(exprs.some((e) => /by \(instance\)/.test(e) && e.includes("grpc_server_handled_total")), "search calls per core instance (is every replica reached?)");
+  assert.ok(exprs.some((e) => /\bkind\b/.test(e) && e.includes("nodejs_gc_duration_seconds_sum")), "GC pause share by kind");
   assert.ok(exprs.some((e) => /by \([^)]*stage/.test(e) && e.includes("search_stage_duration_seconds_bucket")), "latency by stage");
   assert.ok(exprs.some((e) => /by \(scope\)/.test(e) && e.includes("rate_limit_rejections_total")), "rate-limit rejections by scope");
   assert.ok(exprs.some((e) => e.includes('query_cache_requests_total{result="hit"}') && e.includes("/")), "query-cache hit ratio");

@@ -218,6 +218,7 @@ test("Prometheus scrapes the key series after valid, 400, 401, 403 and 429 answe
     ["store serve index_points", `index_points{job="reposearch-store"}`],
     ["serving_processes (gateway)", `serving_processes{job="reposearch-gateway"}`],
     ["serving_processes (core)", `serving_processes{job="reposearch-core"}`],
+    ["GC pauses (the dashboard's GC panel)", `nodejs_gc_duration_seconds_sum{job="reposearch-core"}`],
   ];
   for (const [what, expr] of series) assert.ok((await query(expr)).length > 0, `${what}: no series for ${expr}`);
 
