@@ -150,7 +150,7 @@ export function markdownTable(rows: readonly Summary[]): string {
   for (const s of rows) {
     const l = s.latencyMs;
     lines.push(
-      `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.serverCpuMsPerRequest === null ? null : r3(s.serverCpuMsPerRequest))} | ${f(s.loadgenCpuPct)} |`,
+      `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.serverCpuMsPerRequest)} | ${f(s.loadgenCpuPct)} |`,
     );
   }
   return lines.join("\n");

@@ -61,7 +61,7 @@ const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
 ];
 
 export function understandQuery(query: string): QueryUnderstanding {
-  const q = ` ${collapseWhitespace(query.toLowerCase()).trim()} `.trim();
+  const q = collapseWhitespace(query.toLowerCase()).trim();
   let language: string | null = null;
   for (const [re, lang] of LANGUAGE_ALIASES) {
     if (re.test(q)) {
