@@ -25,6 +25,7 @@ import { indexEmbedderId, multiThreadCeiling, singleThreadCeiling, type CeilingR
 import { Latencies, percentile, runPhases, type LoadRequest, type Phase, type PhaseRecord, type Target } from "./loadgen.js";
 import { buildRequests, DEFAULT_MIX_PATH, DEFAULT_QUERIES_PATH, loadMix, loadMixQueries } from "./mix.js";
 import { transportCeiling, type TransportCeiling } from "./transport.js";
+import { gcBetween, scrapeGc, type GcSummary, type GcTotals } from "./gc.js";
 import { killLiveServers, procTreeCpuSeconds, procTreeRssMb, startChildServer, type ChildServer } from "./server.js";
 
 export const SCENARIOS = ["smoke", "load", "stress", "spike", "soak"] as const;
@@ -84,6 +85,8 @@ export interface Summary {
   readonly serverCpuMsPerRequest: number | null;
   /** This process (the load generator) CPU, % of one core. */
   readonly loadgenCpuPct: number;
+  /** The server's GC pauses during the phase, from its /metrics (null when they could not be read). */
+  readonly gc: GcSummary | null;
   readonly byMix: Record<string, number>;
 }
 
@@ -94,7 +97,7 @@ function sumInto(into: Record<string, number>, from: Record<string, number>): vo
   for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
 }
 
-export function summarize(label: string, recs: readonly PhaseRecord[], serverCpuS: number | null, loadgenCpuS: number): Summary {
+export function summarize(label: string, recs: readonly PhaseRecord[], serverCpuS: number | null, loadgenCpuS: number, gc: GcSummary | null = null): Summary {
   const seconds = recs.reduce((s, r) => s + r.seconds, 0);
   const lat = (recs.length === 1 ? recs[0]!.latencies : Latencies.concat(recs.map((r) => r.latencies))).sorted();
   const statuses: Record<string, number> = {};
@@ -137,6 +140,7 @@ export function summarize(label: string, recs: readonly PhaseRecord[], serverCpu
     serverCpuPct: serverCpuS === null ? null : r1((serverCpuS / seconds) * 100),
     serverCpuMsPerRequest: serverCpuS === null || responses === 0 ? null : r3((serverCpuS * 1000) / responses),
     loadgenCpuPct: r1((loadgenCpuS / seconds) * 100),
+    gc,
     byMix,
   };
 }
@@ -144,13 +148,13 @@ export function summarize(label: string, recs: readonly PhaseRecord[], serverCpu
 export function markdownTable(rows: readonly Summary[]): string {
   const f = (x: number | null) => (x === null || Number.isNaN(x) ? "–" : String(x));
   const lines = [
-    "| scenario | connections | duration s | requests | RPS (2xx/s) | p50 ms | p95 ms | p99 ms | max ms | errors | non-2xx | server CPU % | server CPU ms/request | loadgen CPU % |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| scenario | connections | duration s | requests | RPS (2xx/s) | p50 ms | p95 ms | p99 ms | max ms | errors | non-2xx | server CPU % | server CPU ms/request | server GC pause % | full-GC pauses | loadgen CPU % |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const s of rows) {
     const l = s.latencyMs;
     lines.push(
-      `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.serverCpuMsPerRequest)} | ${f(s.loadgenCpuPct)} |`,
+      `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.serverCpuMsPerRequest)} | ${f(s.gc?.pauseSharePct ?? null)} | ${f(s.gc?.fullCount ?? null)} | ${f(s.loadgenCpuPct)} |`,
     );
   }
   return lines.join("\n");
@@ -282,6 +286,9 @@ async function main(): Promise<number> {
     serverPid = server.pid;
   }
   const stopServer = () => server?.stop();
+  // Serving processes of the system under test: the child's SERVE_PROCESSES (its default: one per CPU).
+  const childConfig = external ? null : loadConfig({ ...process.env, ...server!.overrides });
+  const serverProcesses = childConfig ? childConfig.server.processes : (num("server-processes", values["server-processes"], 1) ?? null);
 
   const rows: Summary[] = [];
   const results: Record<string, unknown>[] = [];
@@ -292,6 +299,8 @@ async function main(): Promise<number> {
       const phases: Phase[] = warmup > 0 ? [{ label: "warm-up", connections: plan.phases[0]!.connections, seconds: warmup, record: false }, ...plan.phases] : plan.phases;
       const serverCpu: (number | null)[] = [];
       const ownCpu: number[] = [];
+      // GC totals from the server's /metrics at each boundary (async; awaited after the phases).
+      const gcScrapes: Promise<GcTotals | null>[] = [];
       const loadavg = os.loadavg().map(r3);
       console.error(`scenario ${plan.name}: ${plan.phases.map((p) => `${p.connections} conn × ${r1(p.seconds)} s`).join(", ")}${warmup ? ` after ${warmup} s warm-up` : ""} (load average ${loadavg.join(" ")})`);
       const recs = await runPhases({
@@ -304,8 +313,11 @@ async function main(): Promise<number> {
           serverCpu.push(serverPid === null ? null : procTreeCpuSeconds(serverPid));
           const u = process.cpuUsage();
           ownCpu.push((u.user + u.system) / 1e6);
+          gcScrapes.push(scrapeGc(target.baseUrl));
         },
       });
+      const gcAt = await Promise.all(gcScrapes);
+      const gcDelta = (a: number, b: number, seconds: number) => gcBetween(gcAt[a] ?? null, gcAt[b] ?? null, seconds, serverProcesses);
       // Boundaries: one per phase start plus the end; skip the warm-up's.
       const first = phases.length - recs.length;
       const cpuDelta = (a: number, b: number) => {
@@ -313,8 +325,13 @@ async function main(): Promise<number> {
         const y = serverCpu[b];
         return x === null || y === null || x === undefined || y === undefined ? null : y - x;
       };
-      const phaseSummaries = recs.map((rec, k) => summarize(rec.label, [rec], cpuDelta(first + k, first + k + 1), ownCpu[first + k + 1]! - ownCpu[first + k]!));
-      const total = recs.length === 1 ? phaseSummaries[0]! : summarize(`${plan.name} (all)`, recs, cpuDelta(first, phases.length), ownCpu[phases.length]! - ownCpu[first]!);
+      const phaseSummaries = recs.map((rec, k) =>
+        summarize(rec.label, [rec], cpuDelta(first + k, first + k + 1), ownCpu[first + k + 1]! - ownCpu[first + k]!, gcDelta(first + k, first + k + 1, rec.seconds)),
+      );
+      const total =
+        recs.length === 1
+          ? phaseSummaries[0]!
+          : summarize(`${plan.name} (all)`, recs, cpuDelta(first, phases.length), ownCpu[phases.length]! - ownCpu[first]!, gcDelta(first, phases.length, recs.reduce((t, r) => t + r.seconds, 0)));
       if (recs.length > 1) rows.push(...phaseSummaries);
       rows.push(total);
       results.push({ scenario: plan.name, warmupSeconds: warmup, loadavgAtStart: loadavg, serverRssMbAtEnd: serverPid === null ? null : procTreeRssMb(serverPid), total, ...(recs.length > 1 ? { phases: phaseSummaries } : {}) });
@@ -328,9 +345,6 @@ async function main(): Promise<number> {
     process.off("SIGTERM", onSignal);
   }
 
-  // Serving processes of the system under test: the child's SERVE_PROCESSES (its default: one per CPU).
-  const childConfig = external ? null : loadConfig({ ...process.env, ...server!.overrides });
-  const serverProcesses = childConfig ? childConfig.server.processes : (num("server-processes", values["server-processes"], 1) ?? null);
   // How the child's REST connections reach its workers (SERVE_BALANCING); unknown for an external server.
   const serverBalancing = childConfig && childConfig.server.processes > 1 ? childConfig.server.balancing : null;
 
