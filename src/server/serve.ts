@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import { installAsyncResourceBindFix } from "../common/async-resource-bind.js";
 import { logger as rootLogger, type Logger } from "../common/logger.js";
 import { gauge, joinClusterMetrics, metricsExposition, newRegistry } from "../common/metrics.js";
 import { initTracing } from "../common/tracing.js";
@@ -21,6 +22,7 @@ import { createCoreMetrics, type CoreMetrics } from "../core/metrics.js";
 import { createReranker } from "../core/rerank/factory.js";
 import { createLocalReranker } from "../core/rerank/local.js";
 import { createGatewayApp } from "../gateway/app.js";
+import { createAppServer } from "../gateway/http-server.js";
 import { openAccountStore, type AccountStore } from "../gateway/accounts/index.js";
 import { createLimiter, type Limiter } from "../gateway/limiter.js";
 import { createGatewayMetrics, type GatewayMetrics } from "../gateway/metrics.js";
@@ -109,6 +111,8 @@ export async function startGateway(
   opts: { logger?: Logger; version: string; coreAddress?: string; registry?: Registry; balanced?: boolean },
 ): Promise<GatewayHandle> {
   const log = opts.logger ?? rootLogger.child({ component: "gateway" });
+  // Before the first gRPC call: without it every call's objects outlive it (src/common/async-resource-bind.ts).
+  installAsyncResourceBindFix();
   const metrics = createGatewayMetrics(opts.registry);
   const core = new CoreClient(opts.coreAddress ?? config.server.coreAddress, { defaultDeadlineMs: config.server.coreTimeoutMs });
   const accounts = await openAccountStore(config);
@@ -134,8 +138,10 @@ export async function startGateway(
     const socketPath = opts.balanced ? path.join(tmpdir(), `reposearch-gateway-${process.pid}.sock`) : null;
     if (socketPath) rmSync(socketPath, { force: true });
     const server = await new Promise<Server>((resolve, reject) => {
-      const s = socketPath ? app.listen(socketPath, () => resolve(s)) : app.listen(config.server.port, config.server.host, () => resolve(s));
+      const s = createAppServer(app);
       s.once("error", reject);
+      if (socketPath) s.listen(socketPath, () => resolve(s));
+      else s.listen(config.server.port, config.server.host, () => resolve(s));
     });
     const handedOff = socketPath ? receiveConnections(server) : null;
     // Keep-alive sockets must not hold shutdown open longer than the grace period.
