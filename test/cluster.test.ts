@@ -200,7 +200,7 @@ test("two workers serve; the per-IP limit counts once across both; /metrics on e
     assert.equal(sample(s.text, `http_request_duration_seconds_count{method="POST",route="${SEARCH_PATH}",status="429"}`), 4);
     assert.equal(sample(s.text, 'rate_limit_rejections_total{scope="ip"}'), 4);
     assert.equal(sample(s.text, "credits_debited_micros_total"), IP_LIMIT * 1000);
-    assert.equal(sample(s.text, 'grpc_server_handled_total{grpc_service="reposearch.v1.SearchService",grpc_method="Search",grpc_code="OK"}'), IP_LIMIT);
+    assert.equal(sample(s.text, 'grpc_server_handled_total{grpc_service="reposearch.v1.SearchService",grpc_method="SearchStream",grpc_code="OK"}'), IP_LIMIT);
     // Gauges are not summed: both workers serve version 1 of 300 points.
     assert.equal(sample(s.text, "index_points "), 300);
     assert.equal(sample(s.text, "index_version "), 1);

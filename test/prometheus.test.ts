@@ -205,8 +205,8 @@ test("Prometheus scrapes the key series after valid, 400, 401, 403 and 429 answe
     ["http_request_duration_seconds_bucket", `http_request_duration_seconds_bucket{job="reposearch-gateway",route="${SEARCH_PATH}",status="200"}`],
     ["a 400 in the request histogram", `http_request_duration_seconds_count{route="${SEARCH_PATH}",status="400"}`],
     ["a 429 in the request histogram", `http_request_duration_seconds_count{route="${SEARCH_PATH}",status="429"}`],
-    ["grpc_server_handling_seconds_bucket", `grpc_server_handling_seconds_bucket{job="reposearch-core",grpc_method="Search",grpc_code="OK"}`],
-    ["grpc_server_handled_total", `grpc_server_handled_total{job="reposearch-core",grpc_method="Search"}`],
+    ["grpc_server_handling_seconds_bucket", `grpc_server_handling_seconds_bucket{job="reposearch-core",grpc_method="SearchStream",grpc_code="OK"}`],
+    ["grpc_server_handled_total", `grpc_server_handled_total{job="reposearch-core",grpc_method="SearchStream"}`],
     ["search_stage_duration_seconds_bucket dense", `search_stage_duration_seconds_bucket{job="reposearch-core",stage="dense"}`],
     ["rate_limit_rejections_total", `rate_limit_rejections_total{scope="account"}`],
     ["credits_debited_micros_total", "credits_debited_micros_total"],
@@ -233,7 +233,7 @@ test("Prometheus scrapes the key series after valid, 400, 401, 403 and 429 answe
   assert.equal(await scalar('sum(rate_limit_rejections_total{scope="account"})'), 1);
   assert.equal(await scalar('sum(query_cache_requests_total{result="hit"})'), 1);
   assert.equal(await scalar('sum(query_cache_requests_total{result="miss"})'), 1);
-  assert.equal(await scalar('sum(grpc_server_handled_total{grpc_method="Search",grpc_code="OK"})'), 1);
+  assert.equal(await scalar('sum(grpc_server_handled_total{grpc_method="SearchStream",grpc_code="OK"})'), 1);
   assert.equal(await scalar('index_points{job="reposearch-core"}'), 500);
   assert.equal(await scalar('index_version{job="reposearch-core"}'), 1);
   assert.ok((await scalar('index_age_seconds{job="reposearch-core"}')) >= 0);
@@ -284,7 +284,7 @@ test('role "all" shares one registry: the gateway\'s /metrics carries the core\'
   const text = await (await fetch(`${allRun.gateway!.url}/metrics`)).text();
   assert.match(text, /^index_points 500$/m);
   assert.match(text, /^search_stage_duration_seconds_count\{stage="lexical"\} 1$/m);
-  assert.match(text, /^grpc_server_handled_total\{grpc_service="reposearch\.v1\.SearchService",grpc_method="Search",grpc_code="OK"\} 1$/m);
+  assert.match(text, /^grpc_server_handled_total\{grpc_service="reposearch\.v1\.SearchService",grpc_method="SearchStream",grpc_code="OK"\} 1$/m);
   assert.match(text, /^http_request_duration_seconds_count\{method="POST",route="\/v1\/codehost\/search",status="200"\} 1$/m);
   assert.equal(text.match(/^# TYPE process_cpu_user_seconds_total/gm)?.length, 1, "default metrics once");
 });

@@ -77,6 +77,8 @@ const envSchema = z.object({
   GRPC_PORT: int(0, 65535).default(50051),
   CORE_ADDRESS: optionalString,
   CORE_TIMEOUT_MS: int(1, 600_000).default(2_000),
+  CORE_STREAMS: int(0, 64).default(1),
+  CORE_STREAM_MAX_AGE_MS: int(100, 600_000).default(5_000),
   INDEX_WATCH_INTERVAL_MS: int(100, 3_600_000).default(2_000),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
   GRPC_MAX_CONNECTION_AGE_MS: int(0, 86_400_000).default(300_000),
@@ -168,6 +170,10 @@ export interface Config {
     readonly coreAddress: string;
     /** Deadline the gateway sets on each core call. */
     readonly coreTimeoutMs: number;
+    /** 0: one unary Search call per search; N: searches multiplexed over N SearchStream calls. */
+    readonly coreStreams: number;
+    /** A stream takes no new searches after this long and closes once idle (keep it below the core's shutdown grace). */
+    readonly coreStreamMaxAgeMs: number;
     /** How often the core checks for a newly published index version. */
     readonly indexWatchIntervalMs: number;
     /** How long shutdown waits for in-flight requests before closing connections. */
@@ -328,6 +334,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       grpcPort: e.GRPC_PORT,
       coreAddress: e.CORE_ADDRESS ?? `${e.HOST.includes(":") ? `[${e.HOST}]` : e.HOST}:${e.GRPC_PORT}`,
       coreTimeoutMs: e.CORE_TIMEOUT_MS,
+      coreStreams: e.CORE_STREAMS,
+      coreStreamMaxAgeMs: e.CORE_STREAM_MAX_AGE_MS,
       indexWatchIntervalMs: e.INDEX_WATCH_INTERVAL_MS,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
       grpcMaxConnectionAgeMs: e.GRPC_MAX_CONNECTION_AGE_MS,

@@ -65,8 +65,8 @@ const CORE_DEADLINE_GRACE_MS = 250;
 /** Waits between background retries of a refund the ledger could not take (about 9 minutes in all). */
 const REFUND_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000];
 const INVALID_KEY_MESSAGE = "invalid API key";
-/** Name of the gateway's client span around the core call (the core's server span has the same name). */
-const CORE_SEARCH_SPAN = "reposearch.v1.SearchService/Search";
+/** The gateway's client span around the core call is `${CORE_SERVICE}/${method}`, as is the core's server span. */
+const CORE_SERVICE = "reposearch.v1.SearchService";
 
 const KNOWN_PATHS: ReadonlySet<string> = new Set([SEARCH_PATH, HEALTH_PATH, OPENAPI_PATH, LLMS_TXT_PATH, DOCS_PATH, METRICS_PATH]);
 
@@ -194,6 +194,7 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
   const log = deps.logger.child({ component: "gateway" });
   const metrics = deps.metrics ?? createGatewayMetrics();
   const queryCache = deps.queryCache ?? null;
+  const coreMethod = core.searchMethod ?? "Search";
   const trusted = parseTrustedProxies(config.gateway.trustedProxies);
   const maxBodyBytes = config.gateway.maxBodyBytes;
   const coreTimeoutMs = config.server.coreTimeoutMs;
@@ -458,8 +459,8 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
     );
     // The core call as a client span under the request's span; its context travels as traceparent.
     const { span, ctx } = startSpan(
-      CORE_SEARCH_SPAN,
-      { kind: SpanKind.CLIENT, attributes: { "rpc.system": "grpc", "rpc.service": "reposearch.v1.SearchService", "rpc.method": "Search" } },
+      `${CORE_SERVICE}/${coreMethod}`,
+      { kind: SpanKind.CLIENT, attributes: { "rpc.system": "grpc", "rpc.service": CORE_SERVICE, "rpc.method": coreMethod } },
       state.traceCtx ?? extractTraceContext({}),
     );
     const metadata = { ...traceHeaders(ctx), "x-request-id": state.requestId };

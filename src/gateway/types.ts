@@ -12,6 +12,8 @@ export interface CoreApi {
   /** `metadata` carries the trace context (traceparent) and the request id to the core. */
   search(req: SearchRequest, opts: { deadlineMs: number; signal?: AbortSignal; metadata?: Readonly<Record<string, string>> }): Promise<SearchResponse>;
   health(): Promise<CoreServingStatus>;
+  /** The gRPC method searches go through ("Search" when absent), for the client span. */
+  readonly searchMethod?: string;
 }
 
 /** One backing service in the health report (service-spec.md §2.5, ServiceHealth). */

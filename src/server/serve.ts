@@ -114,7 +114,11 @@ export async function startGateway(
   // Before the first gRPC call: without it every call's objects outlive it (src/common/async-resource-bind.ts).
   installAsyncResourceBindFix();
   const metrics = createGatewayMetrics(opts.registry);
-  const core = new CoreClient(opts.coreAddress ?? config.server.coreAddress, { defaultDeadlineMs: config.server.coreTimeoutMs });
+  const core = new CoreClient(opts.coreAddress ?? config.server.coreAddress, {
+    defaultDeadlineMs: config.server.coreTimeoutMs,
+    streams: config.server.coreStreams,
+    streamMaxAgeMs: config.server.coreStreamMaxAgeMs,
+  });
   const accounts = await openAccountStore(config);
   let limiter: Limiter | null = null;
   try {

@@ -8,6 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import type * as protoLoader from "@grpc/proto-loader";
 import { ConfigError, ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { IndexStats, SearchRequest, SearchResponse } from "../types.js";
+import { SearchMultiplexer } from "./multiplex.js";
 import { SEARCH_SERVICE_NAME, errorFromStatus, loadProtos, requestToProto, responseFromProto, statsFromProto } from "./convert.js";
 
 /** grpc.health.v1.HealthCheckResponse.ServingStatus. */
@@ -20,6 +21,14 @@ export interface CoreClientOptions {
   readonly credentials?: grpc.ChannelCredentials;
   /** Extra channel options, merged over the defaults below. */
   readonly channelOptions?: grpc.ChannelOptions;
+  /**
+   * 0 (the default): one unary Search call per search. N >= 1: searches multiplexed over N long-lived
+   * SearchStream calls (src/core/grpc/multiplex.ts), about a third of the CPU per search. The channel
+   * balances calls, so with several cores behind the address, use a few streams per core.
+   */
+  readonly streams?: number;
+  /** With streams: age after which a stream takes no new searches and closes once idle, in ms. Default 5000. */
+  readonly streamMaxAgeMs?: number;
 }
 
 export interface CallOptions {
@@ -82,6 +91,9 @@ export class CoreClient {
   private readonly searchService: protoLoader.ServiceDefinition;
   private readonly healthService: protoLoader.ServiceDefinition;
   private readonly defaultDeadlineMs: number;
+  private readonly mux: SearchMultiplexer | null;
+  /** The method searches go through: "Search" (unary) or "SearchStream". */
+  readonly searchMethod: "Search" | "SearchStream";
 
   constructor(address: string, opts: CoreClientOptions = {}) {
     this.address = checkCoreAddress(address);
@@ -93,10 +105,17 @@ export class CoreClient {
       ...DEFAULT_CHANNEL_OPTIONS,
       ...opts.channelOptions,
     });
+    const streams = opts.streams ?? 0;
+    if (!Number.isInteger(streams) || streams < 0) throw new ConfigError([`streams: expected an integer >= 0 (got ${String(streams)})`]);
+    const streamMaxAgeMs = opts.streamMaxAgeMs ?? 5_000;
+    if (!(streamMaxAgeMs > 0)) throw new ConfigError([`streamMaxAgeMs: expected a number > 0 (got ${String(streamMaxAgeMs)})`]);
+    this.mux = streams > 0 ? new SearchMultiplexer(this.client, this.searchService.SearchStream!, { streams, streamMaxAgeMs }) : null;
+    this.searchMethod = this.mux ? "SearchStream" : "Search";
   }
 
   /** Runs one search. Rejects with ReposearchError (or the signal's reason when aborted). */
   async search(req: SearchRequest, opts: CallOptions = {}): Promise<SearchResponse> {
+    if (this.mux) return this.mux.search(requestToProto(req), { deadlineMs: opts.deadlineMs ?? this.defaultDeadlineMs, signal: opts.signal, metadata: opts.metadata });
     const reply = await this.unary(this.searchService, "Search", requestToProto(req), opts);
     return responseFromProto(reply);
   }
@@ -136,6 +155,7 @@ export class CoreClient {
 
   /** Closes the channel; calls still running fail with UNAVAILABLE. */
   close(): void {
+    this.mux?.close();
     this.client.close();
   }
 

@@ -555,11 +555,15 @@ export interface StatusLike {
  */
 export function errorFromStatus(err: StatusLike, cause: unknown = err): ReposearchError {
   const code = err.metadata?.get(ERROR_CODE_TRAILER)[0];
+  return errorFromParts(err.code, err.details, code, () => detailsFrom(err.metadata), cause);
+}
+
+function errorFromParts(status: number, message: string, code: unknown, details: () => ErrorDetail[] | undefined, cause: unknown): ReposearchError {
   if (isErrorCode(code)) {
-    const details = detailsFrom(err.metadata);
-    return new ReposearchError(code, err.details, details ? { details, cause } : { cause });
+    const d = details();
+    return new ReposearchError(code, message, d ? { details: d, cause } : { cause });
   }
-  switch (err.code) {
+  switch (status) {
     case grpc.status.UNAVAILABLE:
     case grpc.status.CANCELLED:
       return new ReposearchError(ErrorCode.Unavailable, "search core unavailable", { cause });
@@ -568,4 +572,85 @@ export function errorFromStatus(err: StatusLike, cause: unknown = err): Reposear
     default:
       return new ReposearchError(ErrorCode.Internal, "search core error", { cause });
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SearchStream messages
+
+/** One StreamSearch as proto-loader serialises it. */
+export interface ProtoStreamSearch {
+  readonly id: number;
+  readonly request: ProtoSearchRequest;
+  readonly timeoutMs?: number;
+  readonly metadata?: Readonly<Record<string, string>>;
+}
+
+export interface ProtoSearchStreamRequest {
+  readonly searches: readonly ProtoStreamSearch[];
+  readonly cancel: readonly number[];
+}
+
+/** SearchError: a failed search on a stream, carrying what a unary call's status and trailers carry. */
+export interface ProtoSearchError {
+  readonly status: number;
+  readonly message: string;
+  readonly code?: string;
+  readonly details: readonly ErrorDetail[];
+}
+
+export interface ProtoStreamOutcome {
+  readonly id: number;
+  readonly response?: ProtoSearchResponse;
+  readonly error?: ProtoSearchError;
+}
+
+export interface ProtoSearchStreamResponse {
+  readonly outcomes: readonly ProtoStreamOutcome[];
+}
+
+/** A StreamSearch read and checked on the server. */
+export interface StreamStart {
+  readonly id: number;
+  /** The SearchRequest as decoded (requestFromProto reads it in the search's own call). */
+  readonly request: unknown;
+  /** ms the search may take, from now; undefined: no deadline. */
+  readonly timeoutMs: number | undefined;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+/** Reads one SearchStreamRequest; a malformed one throws VALIDATION_ERROR (the stream then fails). */
+export function streamRequestFromProto(obj: unknown): { readonly searches: StreamStart[]; readonly cancel: number[] } {
+  const r = Reader.of(obj, "", ErrorCode.ValidationError);
+  const searches = r.list("searches").map((item, i): StreamStart => {
+    const s = Reader.of(item, `searches[${i}]`, ErrorCode.ValidationError);
+    if (!s.optMessage("request")) throw malformed(ErrorCode.ValidationError, `searches[${i}].request`, "a message (required)");
+    const metadata: Record<string, string> = {};
+    for (const [k, v] of s.entries("metadata")) if (typeof v === "string") metadata[k] = v;
+    return { id: s.number("id"), request: (item as Obj).request, timeoutMs: s.optNumber("timeoutMs"), metadata };
+  });
+  const cancel = r.list("cancel").map((v, i) => {
+    if (typeof v !== "number") throw malformed(ErrorCode.ValidationError, `cancel[${i}]`, "an id");
+    return v;
+  });
+  return { searches, cancel };
+}
+
+/** The SearchError for a failed search; `null` is a search cancelled by its caller. */
+export function errorToProto(err: ReposearchError | null): ProtoSearchError {
+  if (err === null) return { status: grpc.status.CANCELLED, message: "cancelled", details: [] };
+  return { status: err.grpcStatus, message: err.message, code: err.code, details: err.details ?? [] };
+}
+
+/** Rebuilds the server's ReposearchError from a SearchError, exactly as errorFromStatus does for a unary call. */
+export function errorFromProto(obj: unknown): ReposearchError {
+  const r = Reader.of(obj, "error", ErrorCode.Internal);
+  const details = (): ErrorDetail[] | undefined => {
+    const list = r.list("details").filter(isObj);
+    return list.length > 0 ? list.map((d) => ({ path: String(d.path ?? ""), rule: String(d.rule ?? ""), message: String(d.message ?? "") })) : undefined;
+  };
+  const status = r.number("status");
+  const message = r.string("message");
+  // The cause looks like a unary call's grpc.ServiceError (code, details), so logs and callers read both alike.
+  const cause = Object.assign(new Error(`${status} ${grpc.status[status] ?? ""}: ${message}`), { code: status, details: message });
+  return errorFromParts(status, message, r.optString("code"), details, cause);
 }

@@ -116,7 +116,8 @@ async function start(core: SearchCore, extra: { shutdownGraceMs?: number; health
 
 // ---------------------------------------------------------------------------------------------
 
-describe("gRPC SearchService", () => {
+// Every behaviour of a search holds alike for unary calls and for searches multiplexed on a stream.
+for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "unary Search" : "SearchStream"})`, () => {
   const core = new EchoCore();
   let server: GrpcServerHandle;
   let client: CoreClient;
@@ -124,7 +125,7 @@ describe("gRPC SearchService", () => {
   before(async () => {
     server = await start(core);
     server.setServing(true);
-    client = new CoreClient(server.address);
+    client = new CoreClient(server.address, { streams });
   });
   after(async () => {
     client.close();
@@ -397,7 +398,7 @@ describe("gRPC SearchService", () => {
     const lines = logLines.filter((l) => l.includes('"msg":"grpc call"'));
     assert.equal(lines.length, 1);
     const rec = JSON.parse(lines[0]) as Record<string, unknown>;
-    assert.deepEqual([rec.level, rec.method, rec.code, rec.requestId], ["debug", "Search", "OK", "req-123"]);
+    assert.deepEqual([rec.level, rec.method, rec.code, rec.requestId], ["debug", streams === 0 ? "Search" : "SearchStream", "OK", "req-123"]);
     assert.equal(typeof rec.ms, "number");
     assert.ok(!logLines.some((l) => l.includes("very-private-query-text")));
   });
@@ -425,6 +426,218 @@ describe("gRPC SearchService", () => {
 
   it("waitForReady resolves against a live server", async () => {
     await client.waitForReady(2_000);
+  });
+});
+
+describe("gRPC SearchStream", () => {
+  /** A raw SearchStream call, for what CoreClient never sends. */
+  function rawStream(address: string): { call: grpc.ClientDuplexStream<object, object>; answers: object[]; status: Promise<grpc.StatusObject>; close(): void } {
+    const def = loadProtos().searchService.SearchStream!;
+    const raw = new grpc.Client(address, grpc.credentials.createInsecure());
+    const call = raw.makeBidiStreamRequest(def.path, def.requestSerialize, def.responseDeserialize);
+    const answers: object[] = [];
+    call.on("data", (m: object) => answers.push(m));
+    call.on("error", () => undefined);
+    const status = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
+    return { call, answers, status, close: () => raw.close() };
+  }
+
+  it("many searches in flight on one stream: each gets its own answer, whatever the completion order", async () => {
+    const core = new EchoCore();
+    core.impl = async (req) => {
+      await sleep(Math.floor(Math.random() * 30));
+      return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
+    };
+    const server = await start(core);
+    const client = new CoreClient(server.address, { streams: 1 });
+    try {
+      const queries = Array.from({ length: 200 }, (_, i) => `query ${i}`);
+      const answers = await Promise.all(queries.map((q) => client.search({ query: q, limit: 5 })));
+      assert.deepEqual(answers.map((a) => a.query), queries);
+      // Failures interleaved with successes fail alone.
+      const mixed = await Promise.allSettled(queries.slice(0, 20).map((q, i) => client.search({ query: i % 2 === 0 ? q : "" })));
+      mixed.forEach((r, i) => {
+        if (i % 2 === 0) assert.equal(r.status === "fulfilled" && r.value.query, queries[i]);
+        else assert.ok(r.status === "rejected" && r.reason instanceof ReposearchError && r.reason.code === ErrorCode.ValidationError, `search ${i}`);
+      });
+    } finally {
+      client.close();
+      await server.shutdown();
+    }
+  });
+
+  it("streams are retired after streamMaxAgeMs; a search still open on a retired stream is answered", async () => {
+    const core = new EchoCore();
+    core.impl = async (req) => {
+      if (req.query === "slow") await sleep(400);
+      return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
+    };
+    const server = await start(core);
+    const client = new CoreClient(server.address, { streams: 1, streamMaxAgeMs: 100 });
+    try {
+      const slow = client.search({ query: "slow" }, { deadlineMs: 5_000 });
+      for (let i = 0; i < 6; i++) {
+        await sleep(60);
+        assert.equal((await client.search({ query: `q${i}` })).query, `q${i}`);
+      }
+      assert.equal((await slow).query, "slow");
+      // Retired streams were half-closed and ended by the server, so nothing holds shutdown up.
+      const t0 = Date.now();
+      await server.shutdown();
+      assert.ok(Date.now() - t0 < 1_000, `shutdown took ${Date.now() - t0} ms`);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("shutdown ends an idle stream at once, answers the search open on it, and refuses new ones (UNAVAILABLE)", async () => {
+    const core = new EchoCore();
+    core.impl = async (req) => {
+      if (req.query === "finish me") await sleep(300);
+      return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
+    };
+    const server = await start(core, { shutdownGraceMs: 5_000 });
+    const idle = new CoreClient(server.address, { streams: 1 });
+    const busy = new CoreClient(server.address, { streams: 1 });
+    try {
+      assert.equal((await idle.search({ query: "opens the stream" })).query, "opens the stream");
+      const inFlight = busy.search({ query: "finish me" }, { deadlineMs: 5_000 });
+      assert.ok(await waitUntil(() => core.received.some((r) => r.query === "finish me"), 2_000));
+      const t0 = Date.now();
+      await server.shutdown();
+      // Without ending the streams, shutdown would wait for the 5 s grace.
+      assert.ok(Date.now() - t0 < 2_000, `shutdown took ${Date.now() - t0} ms`);
+      assert.equal((await inFlight).query, "finish me");
+      const err = await expectError(idle.search({ query: "too late" }, { deadlineMs: 1_000 }));
+      assert.equal(err.code, ErrorCode.Unavailable);
+      assert.ok(isRetryableCoreError(err));
+    } finally {
+      idle.close();
+      busy.close();
+    }
+  });
+
+  it("a core cut off mid-search fails the searches open on the stream with UNAVAILABLE", async () => {
+    const core = new EchoCore();
+    core.impl = () => new Promise(() => undefined);
+    const server = await start(core, { shutdownGraceMs: 100 });
+    const client = new CoreClient(server.address, { streams: 1 });
+    try {
+      const stuck = [expectError(client.search({ query: "a" }, { deadlineMs: 10_000 })), expectError(client.search({ query: "b" }, { deadlineMs: 10_000 }))];
+      assert.ok(await waitUntil(() => core.received.length === 2, 2_000));
+      await server.shutdown();
+      for (const err of await Promise.all(stuck)) {
+        assert.equal(err.code, ErrorCode.Unavailable);
+        assert.ok(isRetryableCoreError(err));
+      }
+    } finally {
+      client.close();
+    }
+  });
+
+  it("protocol: an id already open fails the stream (INVALID_ARGUMENT) and aborts its searches; cancel of an unknown id does nothing", async () => {
+    const core = new EchoCore();
+    core.impl = waitForAbort;
+    const server = await start(core);
+    server.setServing(true);
+    const raw = rawStream(server.address);
+    try {
+      raw.call.write({ cancel: [999] });
+      raw.call.write({ searches: [{ id: 7, request: { query: "q" } }] });
+      assert.ok(await waitUntil(() => core.signals.length === 1, 2_000));
+      raw.call.write({ searches: [{ id: 7, request: { query: "again" } }] });
+      const status = await raw.status;
+      assert.equal(status.code, grpc.status.INVALID_ARGUMENT);
+      assert.match(status.details, /search id 7 is already open/);
+      assert.ok(await waitUntil(() => core.signals[0]!.aborted, 2_000), "the open search was stopped");
+      assert.deepEqual(raw.answers, []);
+    } finally {
+      raw.close();
+      await server.shutdown();
+    }
+  });
+
+  it("searches sent together are answered together: outcomes finishing in one turn share a message", async () => {
+    const core = new EchoCore();
+    const server = await start(core);
+    server.setServing(true);
+    const raw = rawStream(server.address);
+    try {
+      raw.call.write({ searches: [1, 2, 3].map((id) => ({ id, request: { query: `q${id}` }, timeoutMs: 5_000 })) });
+      assert.ok(await waitUntil(() => raw.answers.length >= 1, 2_000));
+      await sleep(50);
+      assert.equal(raw.answers.length, 1, "one message");
+      const outcomes = (raw.answers[0] as { outcomes: { id: number; response?: { query: string } }[] }).outcomes;
+      assert.deepEqual(outcomes.map((o) => [o.id, o.response?.query]).sort(), [[1, "q1"], [2, "q2"], [3, "q3"]]);
+      // One id twice in one message is a protocol error.
+      raw.call.write({ searches: [{ id: 4, request: { query: "a" } }, { id: 4, request: { query: "b" } }] });
+      const status = await raw.status;
+      assert.equal(status.code, grpc.status.INVALID_ARGUMENT);
+      assert.match(status.details, /search id 4 is already open/);
+    } finally {
+      raw.close();
+      await server.shutdown();
+    }
+  });
+
+  it("protocol: a cancel is answered with CANCELLED; a search without a request fails the stream", async () => {
+    const core = new EchoCore();
+    core.impl = waitForAbort;
+    const server = await start(core);
+    server.setServing(true);
+    const raw = rawStream(server.address);
+    try {
+      raw.call.write({ searches: [{ id: 1, request: { query: "q" }, timeoutMs: 5_000 }] });
+      assert.ok(await waitUntil(() => core.signals.length === 1, 2_000));
+      raw.call.write({ cancel: [1] });
+      assert.ok(await waitUntil(() => raw.answers.length === 1, 2_000));
+      assert.deepEqual(raw.answers[0], { outcomes: [{ id: 1, error: { status: grpc.status.CANCELLED, message: "cancelled", details: [] } }] });
+      raw.call.write({ searches: [{ id: 2 }] });
+      const status = await raw.status;
+      assert.equal(status.code, grpc.status.INVALID_ARGUMENT);
+      assert.match(status.details, /request/);
+    } finally {
+      raw.close();
+      await server.shutdown();
+    }
+  });
+
+  it("several streams spread over every core the address resolves to", async () => {
+    const cores = [new EchoCore(), new EchoCore()];
+    for (const c of cores) {
+      c.impl = async (req) => {
+        await sleep(20);
+        return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
+      };
+    }
+    const servers = await Promise.all(cores.map((c) => start(c)));
+    servers.forEach((s) => s.setServing(true));
+    const client = new CoreClient(`ipv4:${servers.map((s) => s.address).join(",")}`, { streams: 4 });
+    try {
+      // READY means one connection is up; the round robin only spreads calls (here: streams) over the
+      // connections that are up when each call starts. Loopback connects within milliseconds.
+      await client.waitForReady(5_000);
+      await sleep(300);
+      await Promise.all(Array.from({ length: 40 }, (_, i) => client.search({ query: `q${i}` })));
+      const counts = cores.map((c) => c.received.length);
+      assert.equal(counts[0]! + counts[1]!, 40);
+      assert.ok(counts.every((n) => n >= 10), `searches per core ${counts.join("/")}`);
+    } finally {
+      client.close();
+      await Promise.all(servers.map((s) => s.shutdown()));
+    }
+  });
+
+  it("CoreClient rejects bad stream options", () => {
+    for (const opts of [{ streams: -1 }, { streams: 1.5 }, { streams: 1, streamMaxAgeMs: 0 }]) {
+      assert.throws(() => new CoreClient("127.0.0.1:1", opts), ConfigError, JSON.stringify(opts));
+    }
+    const c = new CoreClient("127.0.0.1:1", { streams: 2 });
+    assert.equal(c.searchMethod, "SearchStream");
+    c.close();
+    const u = new CoreClient("127.0.0.1:1");
+    assert.equal(u.searchMethod, "Search");
+    u.close();
   });
 });
 

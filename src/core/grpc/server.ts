@@ -17,7 +17,17 @@ import { SpanKind, context, extractTraceContext, failSpan, stageSpan, startSpan 
 import type { GrpcCallMetrics } from "../metrics.js";
 import type { SearchCore } from "../types.js";
 import { validateSearchRequest } from "../validate.js";
-import { SEARCH_SERVICE_NAME, errorToStatus, loadProtos, requestFromProto, responseToProto, statsToProto } from "./convert.js";
+import {
+  SEARCH_SERVICE_NAME,
+  errorToProto,
+  errorToStatus,
+  loadProtos,
+  requestFromProto,
+  responseToProto,
+  statsToProto,
+  streamRequestFromProto,
+  type StreamStart,
+} from "./convert.js";
 
 export interface GrpcServerOptions {
   readonly core: SearchCore;
@@ -85,6 +95,21 @@ interface CallContext {
   readonly onStage: ((stage: string, seconds: number) => void) | undefined;
 }
 
+/** One call as `invoke` runs it, whatever carried it (a unary call or a search on a stream). */
+interface Invocation {
+  /** The method name for spans, metrics and logs. */
+  readonly method: string;
+  readonly request: unknown;
+  readonly traceparent: string | undefined;
+  readonly tracestate: string | undefined;
+  readonly requestId: string | undefined;
+  /** Epoch ms when the caller stops waiting; Infinity: no deadline. */
+  readonly deadline: number;
+}
+
+/** How a call ended: the reply, or the error to send (null: cancelled by the caller). */
+type Outcome = { readonly code: grpc.status; readonly reply: object } | { readonly code: grpc.status; readonly error: ReposearchError | null };
+
 /** Abort reason for a cancelled call: the client is gone, nothing is sent back. */
 class CallCancelled extends Error {
   override readonly name = "CallCancelled";
@@ -92,11 +117,6 @@ class CallCancelled extends Error {
 
 function formatAddress(host: string, port: number): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-function msUntil(deadline: grpc.Deadline): number {
-  const at = deadline instanceof Date ? deadline.getTime() : deadline;
-  return at - Date.now();
 }
 
 export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServerHandle> {
@@ -137,97 +157,217 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
 
   // --- calls --------------------------------------------------------------------------------
   /**
-   * Runs one unary call: abort wiring, error mapping, one debug log line. `work` gets the signal
-   * and returns the proto object to send.
+   * Runs one call of the search service (a unary call, or one search on a SearchStream): trace span,
+   * deadline, abort wiring, error mapping, metrics and one debug log line. `work` gets the signal and
+   * returns the proto object to send. `cancel()` is the caller leaving; the outcome settles once.
    */
+  const invoke = (
+    inv: Invocation,
+    work: (request: unknown, signal: AbortSignal, callCtx: CallContext) => Promise<object>,
+  ): { readonly cancel: () => void; readonly outcome: Promise<Outcome> } => {
+    const { method } = inv;
+    const startedAt = performance.now();
+    // The caller's trace context (W3C traceparent) is the parent of this call's span.
+    const parent = extractTraceContext({ traceparent: inv.traceparent, tracestate: inv.tracestate });
+    const { span, ctx: spanCtx } = startSpan(
+      `${SEARCH_SERVICE_NAME}/${method}`,
+      { kind: SpanKind.SERVER, attributes: { "rpc.system": "grpc", "rpc.service": SEARCH_SERVICE_NAME, "rpc.method": method } },
+      parent,
+    );
+    const callCtx: CallContext = {
+      onStage: span.isRecording() ? (stage, seconds) => stageSpan(spanCtx, `search.${stage}`, seconds, { "search.stage": stage }) : undefined,
+    };
+    const ac = new AbortController();
+    const remainingMs = inv.deadline - Date.now();
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    // Once answered, a cancel changes nothing (grpc-js emits 'cancelled' when a unary stream closes,
+    // answered calls included; otherwise every call would build an Error and abort a signal).
+    let answered = false;
+    const onDeadline = (): void => ac.abort(new ReposearchError(ErrorCode.DeadlineExceeded, "deadline exceeded"));
+    if (remainingMs <= 0) onDeadline();
+    else if (remainingMs < 2 ** 31 - 1) {
+      deadlineTimer = setTimeout(onDeadline, remainingMs);
+      deadlineTimer.unref();
+    }
+    // A client cancels when its own deadline timer fires, which is usually a moment before ours (its
+    // clock started first), so a cancel that close to the deadline is the deadline.
+    const cancel = (): void => {
+      if (answered || ac.signal.aborted) return;
+      if (inv.deadline - Date.now() <= DEADLINE_SKEW_MS) onDeadline();
+      else ac.abort(new CallCancelled("call cancelled by the client"));
+    };
+    const finish = (outcome: Outcome): Outcome => {
+      answered = true;
+      if (deadlineTimer) clearTimeout(deadlineTimer);
+      const ms = performance.now() - startedAt;
+      const codeName = grpc.status[outcome.code] ?? String(outcome.code);
+      opts.metrics?.observeCall(SEARCH_SERVICE_NAME, method, codeName, ms / 1000);
+      span.setAttribute("rpc.grpc.status_code", outcome.code);
+      if (SERVER_FAULTS.has(outcome.code)) failSpan(span, codeName);
+      span.end();
+      log.debug("grpc call", { method, code: codeName, ms: Math.round(ms * 100) / 100, requestId: inv.requestId });
+      return outcome;
+    };
+    const outcome = (async (): Promise<Outcome> => {
+      try {
+        if (draining) throw new ReposearchError(ErrorCode.Unavailable, "server is shutting down");
+        if (ac.signal.aborted) throw ac.signal.reason; // arrived with its deadline already spent
+        const reply = await untilAborted(
+          context.with(spanCtx, () => work(inv.request, ac.signal, callCtx)),
+          ac.signal,
+        );
+        return finish({ code: grpc.status.OK, reply });
+      } catch (thrown) {
+        // Once aborted, the abort reason is the truth, whatever the core threw on the way out.
+        const reason: unknown = ac.signal.aborted ? ac.signal.reason : thrown;
+        if (reason instanceof CallCancelled) return finish({ code: grpc.status.CANCELLED, error: null });
+        const err = ReposearchError.from(reason);
+        if (err.code === ErrorCode.Internal) {
+          // The cause (message, stack) stays here; the caller only ever sees the generic message.
+          log.error("grpc call failed", { method, requestId: inv.requestId, err: err.cause ?? err });
+        }
+        return finish({ code: err.grpcStatus, error: err });
+      }
+    })();
+    return { cancel, outcome };
+  };
+
   const unary = (
     method: string,
     work: (request: unknown, signal: AbortSignal, callCtx: CallContext) => Promise<object>,
   ): grpc.handleUnaryCall<object, object> => {
     return (call, callback) => {
-      const startedAt = performance.now();
-      // The caller's trace context (W3C traceparent in the metadata) is the parent of this call's span.
-      const parent = extractTraceContext({ traceparent: firstString(call.metadata.get("traceparent")), tracestate: firstString(call.metadata.get("tracestate")) });
-      const { span, ctx: spanCtx } = startSpan(
-        `${SEARCH_SERVICE_NAME}/${method}`,
-        { kind: SpanKind.SERVER, attributes: { "rpc.system": "grpc", "rpc.service": SEARCH_SERVICE_NAME, "rpc.method": method } },
-        parent,
-      );
-      const callCtx: CallContext = {
-        onStage: span.isRecording() ? (stage, seconds) => stageSpan(spanCtx, `search.${stage}`, seconds, { "search.stage": stage }) : undefined,
-      };
-      const ac = new AbortController();
-      const remainingMs = msUntil(call.getDeadline());
-      let deadlineTimer: NodeJS.Timeout | undefined;
-      // grpc-js emits 'cancelled' when the stream closes, answered calls included: once answered, ignore it
-      // (otherwise every call would build an Error and abort a signal nobody listens to any more).
-      let answered = false;
-      const onDeadline = (): void => ac.abort(new ReposearchError(ErrorCode.DeadlineExceeded, "deadline exceeded"));
-      if (remainingMs <= 0) onDeadline();
-      else if (remainingMs < 2 ** 31 - 1) {
-        deadlineTimer = setTimeout(onDeadline, remainingMs);
-        deadlineTimer.unref();
-      }
-      // A client resets the stream when its own deadline timer fires, which is usually a moment
-      // before ours (its clock started first), so a cancel that close to the deadline is the deadline.
-      call.on("cancelled", () => {
-        if (answered || ac.signal.aborted) return;
-        if (msUntil(call.getDeadline()) <= DEADLINE_SKEW_MS) onDeadline();
-        else ac.abort(new CallCancelled("call cancelled by the client"));
-      });
+      const deadline = call.getDeadline();
       const requestIdValue = call.metadata.get("x-request-id")[0];
-      const requestId = typeof requestIdValue === "string" ? requestIdValue : undefined;
-
-      const finish = (code: grpc.status): void => {
-        if (deadlineTimer) clearTimeout(deadlineTimer);
-        const ms = performance.now() - startedAt;
-        const codeName = grpc.status[code] ?? String(code);
-        opts.metrics?.observeCall(SEARCH_SERVICE_NAME, method, codeName, ms / 1000);
-        span.setAttribute("rpc.grpc.status_code", code);
-        if (SERVER_FAULTS.has(code)) failSpan(span, codeName);
-        span.end();
-        log.debug("grpc call", { method, code: codeName, ms: Math.round(ms * 100) / 100, requestId });
-      };
-
-      void (async () => {
-        try {
-          if (draining) throw new ReposearchError(ErrorCode.Unavailable, "server is shutting down");
-          if (ac.signal.aborted) throw ac.signal.reason; // arrived with its deadline already spent
-          const reply = await untilAborted(
-            context.with(spanCtx, () => work(call.request, ac.signal, callCtx)),
-            ac.signal,
-          );
-          answered = true;
-          callback(null, reply);
-          finish(grpc.status.OK);
-        } catch (thrown) {
-          answered = true;
-          // Once aborted, the abort reason is the truth, whatever the core threw on the way out.
-          const reason: unknown = ac.signal.aborted ? ac.signal.reason : thrown;
-          if (reason instanceof CallCancelled) {
-            callback({ code: grpc.status.CANCELLED, details: "cancelled" });
-            finish(grpc.status.CANCELLED);
-            return;
-          }
-          const err = ReposearchError.from(reason);
-          if (err.code === ErrorCode.Internal) {
-            // The cause (message, stack) stays here; the caller only ever sees the generic message.
-            log.error("grpc call failed", { method, requestId, err: err.cause ?? err });
-          }
-          const status = errorToStatus(err);
-          callback(status);
-          finish(status.code);
-        }
-      })();
+      const { cancel, outcome } = invoke(
+        {
+          method,
+          request: call.request,
+          traceparent: firstString(call.metadata.get("traceparent")),
+          tracestate: firstString(call.metadata.get("tracestate")),
+          requestId: typeof requestIdValue === "string" ? requestIdValue : undefined,
+          deadline: deadline instanceof Date ? deadline.getTime() : deadline,
+        },
+        work,
+      );
+      call.on("cancelled", cancel);
+      void outcome.then((o) => {
+        if ("reply" in o) callback(null, o.reply);
+        else if (o.error === null) callback({ code: grpc.status.CANCELLED, details: "cancelled" });
+        else callback(errorToStatus(o.error));
+      });
     };
   };
 
+  const search = async (request: unknown, signal: AbortSignal, { onStage }: CallContext): Promise<object> => {
+    const req = validateSearchRequest(requestFromProto(request));
+    if (!core.ready()) throw new ReposearchError(ErrorCode.Unavailable, "no index loaded yet");
+    return responseToProto(await core.search(req, { signal, ...(onStage ? { onStage } : {}) }));
+  };
+
+  /** Open SearchStreams: shutdown ends each one as soon as nothing is open on it. */
+  const streams = new Set<{ readonly endIfIdle: () => void }>();
+
+  /**
+   * Many searches on one stream; see SearchStream in proto/reposearch/v1/search.proto. Outcomes are
+   * sent in batches: grpc-js writes one message at a time (the next waits for the previous one's
+   * write to complete), so one message per outcome would trickle out one per event-loop turn.
+   * Outcomes that finish while a message is being written go out together in the next one.
+   */
+  const searchStream: grpc.handleBidiStreamingCall<object, object> = (call) => {
+    const open = new Map<number, () => void>();
+    let outbox: object[] = [];
+    let writing = false;
+    let flushScheduled = false;
+    let halfClosed = false;
+    let ended = false;
+    const end = (status?: { code: grpc.status; details: string }): void => {
+      if (ended) return;
+      ended = true;
+      streams.delete(stream);
+      if (status) {
+        for (const cancel of open.values()) cancel();
+        call.emit("error", status);
+      } else call.end();
+    };
+    const flush = (): void => {
+      flushScheduled = false;
+      if (ended || writing || outbox.length === 0) return;
+      const outcomes = outbox;
+      outbox = [];
+      writing = true;
+      call.write({ outcomes }, () => {
+        writing = false;
+        if (outbox.length > 0) flush();
+        else stream.endIfIdle();
+      });
+    };
+    const stream = {
+      endIfIdle: (): void => {
+        if ((halfClosed || draining) && open.size === 0 && outbox.length === 0 && !writing) end();
+      },
+    };
+    streams.add(stream);
+    const start = (item: StreamStart): void => {
+      const { id, metadata } = item;
+      const running = invoke(
+        {
+          method: "SearchStream",
+          request: item.request,
+          traceparent: metadata.traceparent,
+          tracestate: metadata.tracestate,
+          requestId: metadata["x-request-id"],
+          deadline: item.timeoutMs === undefined ? Infinity : Date.now() + item.timeoutMs,
+        },
+        search,
+      );
+      open.set(id, running.cancel);
+      void running.outcome.then((o) => {
+        open.delete(id);
+        if (ended) return;
+        outbox.push("reply" in o ? { id, response: o.reply } : { id, error: errorToProto(o.error) });
+        // Everything that finishes in this turn goes in one message.
+        if (!flushScheduled && !writing) {
+          flushScheduled = true;
+          setImmediate(flush);
+        }
+      });
+    };
+    call.on("data", (msg: unknown) => {
+      if (ended) return;
+      let batch: ReturnType<typeof streamRequestFromProto>;
+      try {
+        batch = streamRequestFromProto(msg);
+        const ids = new Set<number>();
+        for (const { id } of batch.searches) {
+          if (open.has(id) || ids.has(id)) throw new ReposearchError(ErrorCode.ValidationError, `search id ${id} is already open on this stream`);
+          ids.add(id);
+        }
+      } catch (err) {
+        end({ code: grpc.status.INVALID_ARGUMENT, details: ReposearchError.from(err).message });
+        return;
+      }
+      for (const item of batch.searches) start(item);
+      for (const id of batch.cancel) open.get(id)?.();
+    });
+    call.on("end", () => {
+      halfClosed = true;
+      stream.endIfIdle();
+    });
+    // The client went away (reset, transport loss): stop the work, nobody reads the answers.
+    call.on("cancelled", () => {
+      ended = true;
+      streams.delete(stream);
+      for (const cancel of open.values()) cancel();
+    });
+    call.on("error", () => {
+      // A transport error on the read side; 'cancelled' follows and stops the work.
+    });
+  };
+
   server.addService(protos.searchService, {
-    Search: unary("Search", async (request, signal, { onStage }) => {
-      const req = validateSearchRequest(requestFromProto(request));
-      if (!core.ready()) throw new ReposearchError(ErrorCode.Unavailable, "no index loaded yet");
-      return responseToProto(await core.search(req, { signal, ...(onStage ? { onStage } : {}) }));
-    }),
+    Search: unary("Search", search),
+    SearchStream: searchStream,
     GetIndexStats: unary("GetIndexStats", async () => statsToProto(await core.stats())),
   });
   health.addToServer(server);
@@ -261,6 +401,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   const shutdown = (): Promise<void> => {
     shutdownPromise ??= (async () => {
       draining = true;
+      for (const stream of [...streams]) stream.endIfIdle();
       clearInterval(poll);
       publish("NOT_SERVING");
       log.info("gRPC server shutting down", { graceMs: opts.shutdownGraceMs });
