@@ -94,6 +94,14 @@ class EchoCore implements SearchCore {
   }
 }
 
+/** Answers like EchoCore with no results, after `delayMs(req)` ms. */
+const delayedEcho =
+  (delayMs: (req: SearchRequest) => number): SearchImpl =>
+  async (req) => {
+    await sleep(delayMs(req));
+    return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
+  };
+
 /** Resolves when the core's signal aborts; rejects with its reason (what a well-behaved core does). */
 const waitForAbort: SearchImpl = (_req, opts) =>
   new Promise((_resolve, reject) => {
@@ -430,24 +438,35 @@ for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "u
 });
 
 describe("gRPC SearchStream", () => {
-  /** A raw SearchStream call, for what CoreClient never sends. */
-  function rawStream(address: string): { call: grpc.ClientDuplexStream<object, object>; answers: object[]; status: Promise<grpc.StatusObject>; close(): void } {
+  interface RawStream {
+    readonly call: grpc.ClientDuplexStream<object, object>;
+    /** Every message the server sent, in order. */
+    readonly answers: object[];
+    readonly status: Promise<grpc.StatusObject>;
+  }
+
+  /** Runs `fn` with a raw SearchStream call (for what CoreClient never sends) to a server over `core`. */
+  async function withRawStream(core: EchoCore, fn: (raw: RawStream) => Promise<void>): Promise<void> {
+    const server = await start(core);
+    server.setServing(true);
     const def = loadProtos().searchService.SearchStream!;
-    const raw = new grpc.Client(address, grpc.credentials.createInsecure());
-    const call = raw.makeBidiStreamRequest(def.path, def.requestSerialize, def.responseDeserialize);
-    const answers: object[] = [];
-    call.on("data", (m: object) => answers.push(m));
-    call.on("error", () => undefined);
-    const status = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
-    return { call, answers, status, close: () => raw.close() };
+    const client = new grpc.Client(server.address, grpc.credentials.createInsecure());
+    try {
+      const call = client.makeBidiStreamRequest(def.path, def.requestSerialize, def.responseDeserialize);
+      const answers: object[] = [];
+      call.on("data", (m: object) => answers.push(m));
+      call.on("error", () => undefined);
+      const status = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
+      await fn({ call, answers, status });
+    } finally {
+      client.close();
+      await server.shutdown();
+    }
   }
 
   it("many searches in flight on one stream: each gets its own answer, whatever the completion order", async () => {
     const core = new EchoCore();
-    core.impl = async (req) => {
-      await sleep(Math.floor(Math.random() * 30));
-      return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
-    };
+    core.impl = delayedEcho(() => Math.floor(Math.random() * 30));
     const server = await start(core);
     const client = new CoreClient(server.address, { streams: 1 });
     try {
@@ -468,10 +487,7 @@ describe("gRPC SearchStream", () => {
 
   it("streams are retired after streamMaxAgeMs; a search still open on a retired stream is answered", async () => {
     const core = new EchoCore();
-    core.impl = async (req) => {
-      if (req.query === "slow") await sleep(400);
-      return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
-    };
+    core.impl = delayedEcho((req) => (req.query === "slow" ? 400 : 0));
     const server = await start(core);
     const client = new CoreClient(server.address, { streams: 1, streamMaxAgeMs: 100 });
     try {
@@ -492,10 +508,7 @@ describe("gRPC SearchStream", () => {
 
   it("shutdown ends an idle stream at once, answers the search open on it, and refuses new ones (UNAVAILABLE)", async () => {
     const core = new EchoCore();
-    core.impl = async (req) => {
-      if (req.query === "finish me") await sleep(300);
-      return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
-    };
+    core.impl = delayedEcho((req) => (req.query === "finish me" ? 300 : 0));
     const server = await start(core, { shutdownGraceMs: 5_000 });
     const idle = new CoreClient(server.address, { streams: 1 });
     const busy = new CoreClient(server.address, { streams: 1 });
@@ -538,10 +551,7 @@ describe("gRPC SearchStream", () => {
   it("protocol: an id already open fails the stream (INVALID_ARGUMENT) and aborts its searches; cancel of an unknown id does nothing", async () => {
     const core = new EchoCore();
     core.impl = waitForAbort;
-    const server = await start(core);
-    server.setServing(true);
-    const raw = rawStream(server.address);
-    try {
+    await withRawStream(core, async (raw) => {
       raw.call.write({ cancel: [999] });
       raw.call.write({ searches: [{ id: 7, request: { query: "q" } }] });
       assert.ok(await waitUntil(() => core.signals.length === 1, 2_000));
@@ -551,18 +561,12 @@ describe("gRPC SearchStream", () => {
       assert.match(status.details, /search id 7 is already open/);
       assert.ok(await waitUntil(() => core.signals[0]!.aborted, 2_000), "the open search was stopped");
       assert.deepEqual(raw.answers, []);
-    } finally {
-      raw.close();
-      await server.shutdown();
-    }
+    });
   });
 
   it("searches sent together are answered together: outcomes finishing in one turn share a message", async () => {
     const core = new EchoCore();
-    const server = await start(core);
-    server.setServing(true);
-    const raw = rawStream(server.address);
-    try {
+    await withRawStream(core, async (raw) => {
       raw.call.write({ searches: [1, 2, 3].map((id) => ({ id, request: { query: `q${id}` }, timeoutMs: 5_000 })) });
       assert.ok(await waitUntil(() => raw.answers.length >= 1, 2_000));
       await sleep(50);
@@ -574,19 +578,13 @@ describe("gRPC SearchStream", () => {
       const status = await raw.status;
       assert.equal(status.code, grpc.status.INVALID_ARGUMENT);
       assert.match(status.details, /search id 4 is already open/);
-    } finally {
-      raw.close();
-      await server.shutdown();
-    }
+    });
   });
 
   it("protocol: a cancel is answered with CANCELLED; a search without a request fails the stream", async () => {
     const core = new EchoCore();
     core.impl = waitForAbort;
-    const server = await start(core);
-    server.setServing(true);
-    const raw = rawStream(server.address);
-    try {
+    await withRawStream(core, async (raw) => {
       raw.call.write({ searches: [{ id: 1, request: { query: "q" }, timeoutMs: 5_000 }] });
       assert.ok(await waitUntil(() => core.signals.length === 1, 2_000));
       raw.call.write({ cancel: [1] });
@@ -596,20 +594,12 @@ describe("gRPC SearchStream", () => {
       const status = await raw.status;
       assert.equal(status.code, grpc.status.INVALID_ARGUMENT);
       assert.match(status.details, /request/);
-    } finally {
-      raw.close();
-      await server.shutdown();
-    }
+    });
   });
 
   it("several streams spread over every core the address resolves to", async () => {
     const cores = [new EchoCore(), new EchoCore()];
-    for (const c of cores) {
-      c.impl = async (req) => {
-        await sleep(20);
-        return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
-      };
-    }
+    for (const c of cores) c.impl = delayedEcho(() => 20);
     const servers = await Promise.all(cores.map((c) => start(c)));
     servers.forEach((s) => s.setServing(true));
     const client = new CoreClient(`ipv4:${servers.map((s) => s.address).join(",")}`, { streams: 4 });
@@ -712,10 +702,7 @@ describe("gRPC health and readiness", () => {
 describe("gRPC shutdown", () => {
   it("lets an in-flight call finish, then refuses new connections (UNAVAILABLE, retryable)", async () => {
     const core = new EchoCore();
-    core.impl = async (req) => {
-      await sleep(300);
-      return { query: req.query, results: [], meta: (await new EchoCore().search(req)).meta };
-    };
+    core.impl = delayedEcho(() => 300);
     const server = await start(core, { shutdownGraceMs: 5_000 });
     const client = new CoreClient(server.address);
     try {
