@@ -577,6 +577,12 @@ function errorFromParts(status: number, message: string, code: unknown, details:
 // ---------------------------------------------------------------------------------------------
 // SearchStream messages
 
+/**
+ * Most searches, or outcomes, either end puts in one SearchStream message: a 50-result answer with
+ * trees can reach ~200 KB, and a client's receive limit is 16 MiB (the server's 4 MiB).
+ */
+export const STREAM_BATCH_MAX = 32;
+
 /** One StreamSearch as proto-loader serialises it. */
 export interface ProtoStreamSearch {
   readonly id: number;

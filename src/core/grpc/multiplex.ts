@@ -18,7 +18,7 @@ import type * as grpc from "@grpc/grpc-js";
 import type * as protoLoader from "@grpc/proto-loader";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { SearchResponse } from "../types.js";
-import { type ProtoSearchRequest, type ProtoSearchStreamRequest, type ProtoStreamSearch, errorFromProto, errorFromStatus, responseFromProto } from "./convert.js";
+import { STREAM_BATCH_MAX, type ProtoSearchRequest, type ProtoSearchStreamRequest, type ProtoStreamSearch, errorFromProto, errorFromStatus, responseFromProto } from "./convert.js";
 
 export interface MultiplexOptions {
   /** Streams kept open at once; each search goes to the one with the fewest searches open. >= 1. */
@@ -88,8 +88,10 @@ class Stream {
   private flush(): void {
     this.flushScheduled = false;
     if (this.done || this.writing || (this.searches.length === 0 && this.cancels.length === 0)) return;
-    const message: ProtoSearchStreamRequest = { searches: this.searches, cancel: this.cancels };
-    this.searches = [];
+    // Capped like the server's answers, so one message stays far below the server's 4 MiB receive limit.
+    const searches = this.searches.length <= STREAM_BATCH_MAX ? this.searches : this.searches.splice(0, STREAM_BATCH_MAX);
+    if (searches === this.searches) this.searches = [];
+    const message: ProtoSearchStreamRequest = { searches, cancel: this.cancels };
     this.cancels = [];
     this.writing = true;
     this.call.write(message, () => {

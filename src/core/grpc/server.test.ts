@@ -11,7 +11,7 @@ import { Logger, setLogLevel, setLogSink } from "../../common/logger.js";
 import { nullResult } from "../testkit.js";
 import type { IndexStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "../types.js";
 import { CoreClient, checkCoreAddress, isRetryableCoreError } from "./client.js";
-import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, loadProtos, requestFromProto, requestToProto, responseFromProto, responseToProto } from "./convert.js";
+import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, STREAM_BATCH_MAX, loadProtos, requestFromProto, requestToProto, responseFromProto, responseToProto } from "./convert.js";
 import { startGrpcServer, type GrpcServerHandle } from "./server.js";
 import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "./testkit.js";
 
@@ -573,6 +573,12 @@ describe("gRPC SearchStream", () => {
       assert.equal(raw.answers.length, 1, "one message");
       const outcomes = (raw.answers[0] as { outcomes: { id: number; response?: { query: string } }[] }).outcomes;
       assert.deepEqual(outcomes.map((o) => [o.id, o.response?.query]).sort(), [[1, "q1"], [2, "q2"], [3, "q3"]]);
+      // A bigger burst is split: at most STREAM_BATCH_MAX outcomes a message.
+      raw.answers.length = 0;
+      raw.call.write({ searches: Array.from({ length: 40 }, (_, i) => ({ id: 100 + i, request: { query: `b${i}` } })) });
+      const outcomesOf = (m: object): unknown[] => (m as { outcomes: unknown[] }).outcomes;
+      assert.ok(await waitUntil(() => raw.answers.reduce((n, m) => n + outcomesOf(m).length, 0) === 40, 2_000));
+      assert.ok(raw.answers.length >= 2 && raw.answers.every((m) => outcomesOf(m).length <= STREAM_BATCH_MAX), raw.answers.map((m) => outcomesOf(m).length).join(","));
       // One id twice in one message is a protocol error.
       raw.call.write({ searches: [{ id: 4, request: { query: "a" } }, { id: 4, request: { query: "b" } }] });
       const status = await raw.status;

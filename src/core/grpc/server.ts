@@ -25,6 +25,7 @@ import {
   requestFromProto,
   responseToProto,
   statsToProto,
+  STREAM_BATCH_MAX,
   streamRequestFromProto,
   type StreamStart,
 } from "./convert.js";
@@ -293,8 +294,9 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     const flush = (): void => {
       flushScheduled = false;
       if (ended || writing || outbox.length === 0) return;
-      const outcomes = outbox;
-      outbox = [];
+      // Capped, so a burst of large answers (50 results with trees) stays under the client's receive limit.
+      const outcomes = outbox.length <= STREAM_BATCH_MAX ? outbox : outbox.splice(0, STREAM_BATCH_MAX);
+      if (outcomes === outbox) outbox = [];
       writing = true;
       call.write({ outcomes }, () => {
         writing = false;
