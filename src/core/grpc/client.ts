@@ -23,7 +23,7 @@ export interface CoreClientOptions {
   readonly channelOptions?: grpc.ChannelOptions;
   /**
    * 0 (the default): one unary Search call per search. N >= 1: searches multiplexed over N long-lived
-   * SearchStream calls (src/core/grpc/multiplex.ts), about a third of the CPU per search. The channel
+   * SearchStream calls (src/core/grpc/multiplex.ts), much cheaper under load (docs/grpc.md). The channel
    * balances calls, so with several cores behind the address, use a few streams per core.
    */
   readonly streams?: number;
@@ -97,6 +97,11 @@ export class CoreClient {
 
   constructor(address: string, opts: CoreClientOptions = {}) {
     this.address = checkCoreAddress(address);
+    // Checked before the channel exists, so a bad option leaks nothing.
+    const streams = opts.streams ?? 0;
+    if (!Number.isInteger(streams) || streams < 0) throw new ConfigError([`streams: expected an integer >= 0 (got ${String(streams)})`]);
+    const streamMaxAgeMs = opts.streamMaxAgeMs ?? 5_000;
+    if (!(streamMaxAgeMs > 0)) throw new ConfigError([`streamMaxAgeMs: expected a number > 0 (got ${String(streamMaxAgeMs)})`]);
     const protos = loadProtos();
     this.searchService = protos.searchService;
     this.healthService = protos.healthService;
@@ -105,10 +110,6 @@ export class CoreClient {
       ...DEFAULT_CHANNEL_OPTIONS,
       ...opts.channelOptions,
     });
-    const streams = opts.streams ?? 0;
-    if (!Number.isInteger(streams) || streams < 0) throw new ConfigError([`streams: expected an integer >= 0 (got ${String(streams)})`]);
-    const streamMaxAgeMs = opts.streamMaxAgeMs ?? 5_000;
-    if (!(streamMaxAgeMs > 0)) throw new ConfigError([`streamMaxAgeMs: expected a number > 0 (got ${String(streamMaxAgeMs)})`]);
     this.mux = streams > 0 ? new SearchMultiplexer(this.client, this.searchService.SearchStream!, { streams, streamMaxAgeMs }) : null;
     this.searchMethod = this.mux ? "SearchStream" : "Search";
   }

@@ -525,15 +525,17 @@ export function errorToStatus(err: ReposearchError): { code: grpc.status; detail
   return { code: err.grpcStatus, details: err.message, metadata };
 }
 
+/** ErrorDetail[] from a decoded list (the details trailer's JSON, or SearchError.details). */
+function detailList(list: readonly unknown[]): ErrorDetail[] {
+  return list.filter(isObj).map((d) => ({ path: String(d.path ?? ""), rule: String(d.rule ?? ""), message: String(d.message ?? "") }));
+}
+
 function detailsFrom(metadata: grpc.Metadata | undefined): ErrorDetail[] | undefined {
   const raw = metadata?.get(ERROR_DETAILS_TRAILER)[0];
   if (raw === undefined) return undefined;
   try {
     const parsed: unknown = JSON.parse(Buffer.isBuffer(raw) ? raw.toString("utf8") : raw);
-    if (!Array.isArray(parsed)) return undefined;
-    return parsed
-      .filter(isObj)
-      .map((d) => ({ path: String(d.path ?? ""), rule: String(d.rule ?? ""), message: String(d.message ?? "") }));
+    return Array.isArray(parsed) ? detailList(parsed) : undefined;
   } catch {
     return undefined;
   }
@@ -651,8 +653,8 @@ export function errorToProto(err: ReposearchError | null): ProtoSearchError {
 export function errorFromProto(obj: unknown): ReposearchError {
   const r = Reader.of(obj, "error", ErrorCode.Internal);
   const details = (): ErrorDetail[] | undefined => {
-    const list = r.list("details").filter(isObj);
-    return list.length > 0 ? list.map((d) => ({ path: String(d.path ?? ""), rule: String(d.rule ?? ""), message: String(d.message ?? "") })) : undefined;
+    const list = detailList(r.list("details"));
+    return list.length > 0 ? list : undefined;
   };
   const status = r.number("status");
   const message = r.string("message");

@@ -20,6 +20,7 @@ import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { SearchResponse } from "../types.js";
 import { STREAM_BATCH_MAX, type ProtoSearchRequest, type ProtoSearchStreamRequest, type ProtoStreamSearch, errorFromProto, errorFromStatus, responseFromProto } from "./convert.js";
 
+/** Checked by CoreClient, the only constructor of a SearchMultiplexer. */
 export interface MultiplexOptions {
   /** Streams kept open at once; each search goes to the one with the fewest searches open. >= 1. */
   readonly streams: number;
@@ -72,6 +73,16 @@ class Stream {
     this.halfCloseIfIdle();
   }
 
+  /** The pending search `id`, removed with its timer and abort listener; undefined once settled. */
+  take(id: number): Pending | undefined {
+    const p = this.pending.get(id);
+    if (p) {
+      this.pending.delete(id);
+      release(p);
+    }
+    return p;
+  }
+
   halfCloseIfIdle(): void {
     if (this.retired && !this.done && this.pending.size === 0 && this.searches.length === 0 && this.cancels.length === 0 && !this.writing) this.call.end();
   }
@@ -102,6 +113,11 @@ class Stream {
   }
 }
 
+function release(p: Pending): void {
+  clearTimeout(p.timer);
+  if (p.onAbort) p.signal?.removeEventListener("abort", p.onAbort);
+}
+
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("This operation was aborted", "AbortError");
 }
@@ -118,8 +134,6 @@ export class SearchMultiplexer {
     private readonly method: protoLoader.MethodDefinition<object, object>,
     private readonly opts: MultiplexOptions,
   ) {
-    if (!Number.isInteger(opts.streams) || opts.streams < 1) throw new RangeError(`streams must be an integer >= 1 (got ${opts.streams})`);
-    if (!(opts.streamMaxAgeMs > 0)) throw new RangeError(`streamMaxAgeMs must be > 0 (got ${opts.streamMaxAgeMs})`);
     this.slots = new Array<Stream | undefined>(opts.streams).fill(undefined);
   }
 
@@ -131,14 +145,7 @@ export class SearchMultiplexer {
     const id = this.nextId++;
     if (this.nextId > Number.MAX_SAFE_INTEGER) this.nextId = 1;
     return new Promise<SearchResponse>((resolve, reject) => {
-      const settle = (): boolean => {
-        const p = stream.pending.get(id);
-        if (!p) return false;
-        stream.pending.delete(id);
-        clearTimeout(p.timer);
-        if (p.onAbort) p.signal?.removeEventListener("abort", p.onAbort);
-        return true;
-      };
+      const settle = (): boolean => stream.take(id) !== undefined;
       // Tell the server to stop; its CANCELLED answer then finds nothing pending and is dropped.
       const cancelRemote = (): void => stream.cancel(id);
       const timer = setTimeout(() => {
@@ -212,8 +219,7 @@ export class SearchMultiplexer {
       const pending = [...stream.pending.values()];
       stream.pending.clear();
       for (const p of pending) {
-        clearTimeout(p.timer);
-        if (p.onAbort) p.signal?.removeEventListener("abort", p.onAbort);
+        release(p);
         p.reject(err);
       }
     });
@@ -229,11 +235,8 @@ export class SearchMultiplexer {
   private onOutcome(stream: Stream, outcome: unknown): void {
     const o = (outcome ?? {}) as { readonly id?: unknown; readonly response?: unknown; readonly error?: unknown };
     const id = typeof o.id === "number" ? o.id : -1;
-    const p = stream.pending.get(id);
+    const p = stream.take(id);
     if (!p) return; // answered already (deadline or cancel came first)
-    stream.pending.delete(id);
-    clearTimeout(p.timer);
-    if (p.onAbort) p.signal?.removeEventListener("abort", p.onAbort);
     try {
       if (o.response !== undefined && o.response !== null) p.resolve(responseFromProto(o.response));
       else if (o.error !== undefined && o.error !== null) p.reject(errorFromProto(o.error));
