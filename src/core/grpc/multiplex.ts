@@ -18,7 +18,8 @@ import type * as grpc from "@grpc/grpc-js";
 import type * as protoLoader from "@grpc/proto-loader";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { SearchResponse } from "../types.js";
-import { STREAM_BATCH_MAX, type ProtoSearchRequest, type ProtoSearchStreamRequest, type ProtoStreamSearch, errorFromProto, errorFromStatus, responseFromProto } from "./convert.js";
+import { Outbox } from "./outbox.js";
+import { type ProtoSearchRequest, type ProtoSearchStreamRequest, type ProtoStreamSearch, errorFromProto, errorFromStatus, responseFromProto } from "./convert.js";
 
 /** Checked by CoreClient, the only constructor of a SearchMultiplexer. */
 export interface MultiplexOptions {
@@ -49,27 +50,30 @@ class Stream {
   retired = false;
   /** Ended or failed: nothing more arrives. */
   done = false;
-  /** Searches and cancels not yet written: they go out together in the next message. */
-  private searches: ProtoStreamSearch[] = [];
-  private cancels: number[] = [];
-  private writing = false;
-  private flushScheduled = false;
+  /** Searches (and ids to cancel) not yet written: what is queued together shares a message (outbox.ts). */
+  private readonly outbox = new Outbox<ProtoStreamSearch | number>(
+    (batch, written) => {
+      if (this.done) return written();
+      const searches: ProtoStreamSearch[] = [];
+      const cancel: number[] = [];
+      for (const item of batch) {
+        if (typeof item === "number") cancel.push(item);
+        else searches.push(item);
+      }
+      this.call.write({ searches, cancel } satisfies ProtoSearchStreamRequest, written);
+    },
+    () => this.halfCloseIfIdle(),
+  );
 
   constructor(readonly call: grpc.ClientDuplexStream<ProtoSearchStreamRequest, unknown>) {}
 
   send(search: ProtoStreamSearch): void {
-    this.searches.push(search);
-    this.scheduleFlush();
+    this.outbox.push(search);
   }
 
   /** Stops a search: dropped from the outbox if it was not sent yet, else a cancel goes out. */
   cancel(id: number): void {
-    const i = this.searches.findIndex((s) => s.id === id);
-    if (i >= 0) this.searches.splice(i, 1);
-    else if (!this.done) {
-      this.cancels.push(id);
-      this.scheduleFlush();
-    }
+    if (!this.outbox.remove((item) => typeof item !== "number" && item.id === id) && !this.done) this.outbox.push(id);
     this.halfCloseIfIdle();
   }
 
@@ -84,32 +88,7 @@ class Stream {
   }
 
   halfCloseIfIdle(): void {
-    if (this.retired && !this.done && this.pending.size === 0 && this.searches.length === 0 && this.cancels.length === 0 && !this.writing) this.call.end();
-  }
-
-  // grpc-js writes one message at a time (the next waits for the previous one's write to complete), so
-  // one message per search would trickle out one per event-loop turn under load. Everything queued in
-  // this turn, or while the previous message was being written, goes in one message.
-  private scheduleFlush(): void {
-    if (this.flushScheduled || this.writing) return;
-    this.flushScheduled = true;
-    setImmediate(() => this.flush());
-  }
-
-  private flush(): void {
-    this.flushScheduled = false;
-    if (this.done || this.writing || (this.searches.length === 0 && this.cancels.length === 0)) return;
-    // Capped like the server's answers, so one message stays far below the server's 4 MiB receive limit.
-    const searches = this.searches.length <= STREAM_BATCH_MAX ? this.searches : this.searches.splice(0, STREAM_BATCH_MAX);
-    if (searches === this.searches) this.searches = [];
-    const message: ProtoSearchStreamRequest = { searches, cancel: this.cancels };
-    this.cancels = [];
-    this.writing = true;
-    this.call.write(message, () => {
-      this.writing = false;
-      this.flush();
-      this.halfCloseIfIdle();
-    });
+    if (this.retired && !this.done && this.pending.size === 0 && this.outbox.empty) this.call.end();
   }
 }
 

@@ -25,10 +25,10 @@ import {
   requestFromProto,
   responseToProto,
   statsToProto,
-  STREAM_BATCH_MAX,
   streamRequestFromProto,
   type StreamStart,
 } from "./convert.js";
+import { Outbox } from "./outbox.js";
 
 export interface GrpcServerOptions {
   readonly core: SearchCore;
@@ -270,16 +270,12 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   const streams = new Set<{ readonly endIfIdle: () => void }>();
 
   /**
-   * Many searches on one stream; see SearchStream in proto/reposearch/v1/search.proto. Outcomes are
-   * sent in batches: grpc-js writes one message at a time (the next waits for the previous one's
-   * write to complete), so one message per outcome would trickle out one per event-loop turn.
-   * Outcomes that finish while a message is being written go out together in the next one.
+   * Many searches on one stream; see SearchStream in proto/reposearch/v1/search.proto. Outcomes go out
+   * in batches (outbox.ts): those that finish in the same turn, or while a message is being written,
+   * share the next message.
    */
   const searchStream: grpc.handleBidiStreamingCall<object, object> = (call) => {
     const open = new Map<number, () => void>();
-    let outbox: object[] = [];
-    let writing = false;
-    let flushScheduled = false;
     let halfClosed = false;
     let ended = false;
     const end = (status?: { code: grpc.status; details: string }): void => {
@@ -291,22 +287,16 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
         call.emit("error", status);
       } else call.end();
     };
-    const flush = (): void => {
-      flushScheduled = false;
-      if (ended || writing || outbox.length === 0) return;
-      // Capped, so a burst of large answers (50 results with trees) stays under the client's receive limit.
-      const outcomes = outbox.length <= STREAM_BATCH_MAX ? outbox : outbox.splice(0, STREAM_BATCH_MAX);
-      if (outcomes === outbox) outbox = [];
-      writing = true;
-      call.write({ outcomes }, () => {
-        writing = false;
-        if (outbox.length > 0) flush();
-        else stream.endIfIdle();
-      });
-    };
+    const outbox = new Outbox<object>(
+      (outcomes, written) => {
+        if (ended) written();
+        else call.write({ outcomes }, written);
+      },
+      () => stream.endIfIdle(),
+    );
     const stream = {
       endIfIdle: (): void => {
-        if ((halfClosed || draining) && open.size === 0 && outbox.length === 0 && !writing) end();
+        if ((halfClosed || draining) && open.size === 0 && outbox.empty) end();
       },
     };
     streams.add(stream);
@@ -328,11 +318,6 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
         open.delete(id);
         if (ended) return;
         outbox.push("reply" in o ? { id, response: o.reply } : { id, error: errorToProto(o.error) });
-        // Everything that finishes in this turn goes in one message.
-        if (!flushScheduled && !writing) {
-          flushScheduled = true;
-          setImmediate(flush);
-        }
       });
     };
     call.on("data", (msg: unknown) => {
