@@ -69,6 +69,8 @@ export interface PhaseRecord {
   sampledBodies: number;
   /** Requests per mix entry (sent). */
   readonly byMix: Record<string, number>;
+  /** Latencies of the answered requests, per mix entry: which query shapes make up the tail. */
+  readonly mixLatencies: Record<string, Latencies>;
 }
 
 export interface LoadRequest {
@@ -130,7 +132,7 @@ export async function runPhases(o: RunOptions): Promise<PhaseRecord[]> {
   // Free sockets time out before the server's 5 s keep-alive timeout closes them under us.
   const agent = new http.Agent({ keepAlive: true, maxSockets: maxConn, timeout: 4_000 });
   const records: (PhaseRecord | null)[] = o.phases.map((p) =>
-    p.record ? { label: p.label, connections: p.connections, seconds: p.seconds, latencies: new Latencies(), statuses: {}, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {} } : null,
+    p.record ? { label: p.label, connections: p.connections, seconds: p.seconds, latencies: new Latencies(), statuses: {}, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {}, mixLatencies: {} } : null,
   );
   let phase = 0;
   let target = 0;
@@ -157,6 +159,7 @@ export async function runPhases(o: RunOptions): Promise<PhaseRecord[]> {
           continue;
         }
         rec.latencies.push(ms);
+        (rec.mixLatencies[r.mix] ??= new Latencies()).push(ms);
         rec.statuses[out.status] = (rec.statuses[out.status] ?? 0) + 1;
         if (out.body && out.status === 200) {
           rec.sampledBodies++;

@@ -88,6 +88,19 @@ export interface Summary {
   /** The server's GC pauses during the phase, from its /metrics (null when they could not be read). */
   readonly gc: GcSummary | null;
   readonly byMix: Record<string, number>;
+  /**
+   * Per mix entry: answered requests, their p50 and p99, and how many of the slowest 1% of all
+   * answered requests (those above the overall p99) it holds, so a tail made by one query shape shows.
+   */
+  readonly latencyByMix: Record<string, MixLatency>;
+}
+
+export interface MixLatency {
+  readonly answered: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** Of the requests slower than the overall p99, the share (%) that came from this entry. */
+  readonly slowestSharePct: number;
 }
 
 const r1 = (x: number) => Math.round(x * 10) / 10;
@@ -142,7 +155,31 @@ export function summarize(label: string, recs: readonly PhaseRecord[], serverCpu
     loadgenCpuPct: r1((loadgenCpuS / seconds) * 100),
     gc,
     byMix,
+    latencyByMix: latencyByMix(recs, percentile(lat, 99)),
   };
+}
+
+/** See Summary.latencyByMix. Entries sorted by their share of the tail, then name. */
+export function latencyByMix(recs: readonly PhaseRecord[], overallP99: number): Record<string, MixLatency> {
+  const names = [...new Set(recs.flatMap((r) => Object.keys(r.mixLatencies)))];
+  const rows = names.map((name) => {
+    const lat = Latencies.concat(recs.map((r) => r.mixLatencies[name] ?? new Latencies())).sorted();
+    let slow = 0;
+    for (let i = lat.length - 1; i >= 0 && lat[i]! > overallP99; i--) slow++;
+    return { name, lat, slow };
+  });
+  const slowTotal = rows.reduce((s, r) => s + r.slow, 0);
+  rows.sort((a, b) => b.slow - a.slow || (a.name < b.name ? -1 : 1));
+  const out: Record<string, MixLatency> = {};
+  for (const { name, lat, slow } of rows) {
+    out[name] = {
+      answered: lat.length,
+      p50Ms: r3(percentile(lat, 50)),
+      p99Ms: r3(percentile(lat, 99)),
+      slowestSharePct: slowTotal === 0 ? 0 : r1((slow / slowTotal) * 100),
+    };
+  }
+  return out;
 }
 
 export function markdownTable(rows: readonly Summary[]): string {
@@ -157,6 +194,12 @@ export function markdownTable(rows: readonly Summary[]): string {
       `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.serverCpuMsPerRequest)} | ${f(s.gc?.pauseSharePct ?? null)} | ${f(s.gc?.fullCount ?? null)} | ${f(s.loadgenCpuPct)} |`,
     );
   }
+  return lines.join("\n");
+}
+
+export function mixTable(s: Summary): string {
+  const lines = ["| mix entry | answered | p50 ms | p99 ms | tail share % |", "|---|---:|---:|---:|---:|"];
+  for (const [name, m] of Object.entries(s.latencyByMix)) lines.push(`| ${name} | ${m.answered} | ${r1(m.p50Ms)} | ${r1(m.p99Ms)} | ${m.slowestSharePct} |`);
   return lines.join("\n");
 }
 
@@ -400,6 +443,7 @@ async function main(): Promise<number> {
 
   console.log(`\nreposearch load test, ${os.cpus().length} cores, ${external ? target.baseUrl : `child server on ${dataDir}`}, uncached queries, closed loop (no think time)\n`);
   console.log(markdownTable(rows));
+  if (load) console.log(`\nload, by query shape (the mix entries; "tail share": of the requests slower than the p99):\n\n${mixTable(load)}`);
   if (ceiling) {
     const c = ceiling;
     console.log(
