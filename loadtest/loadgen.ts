@@ -59,7 +59,6 @@ export interface PhaseRecord {
   readonly connections: number;
   /** Wall time of the phase (for the last phase, until the last in-flight request finished). */
   seconds: number;
-  readonly latencies: Latencies;
   /** HTTP status → count. */
   readonly statuses: Record<string, number>;
   /** Network error or timeout (no response) → count. */
@@ -69,7 +68,7 @@ export interface PhaseRecord {
   sampledBodies: number;
   /** Requests per mix entry (sent). */
   readonly byMix: Record<string, number>;
-  /** Latencies of the answered requests, per mix entry: which query shapes make up the tail. */
+  /** Latencies of the answered requests, per mix entry (all of them together: the phase's latencies). */
   readonly mixLatencies: Record<string, Latencies>;
 }
 
@@ -132,7 +131,7 @@ export async function runPhases(o: RunOptions): Promise<PhaseRecord[]> {
   // Free sockets time out before the server's 5 s keep-alive timeout closes them under us.
   const agent = new http.Agent({ keepAlive: true, maxSockets: maxConn, timeout: 4_000 });
   const records: (PhaseRecord | null)[] = o.phases.map((p) =>
-    p.record ? { label: p.label, connections: p.connections, seconds: p.seconds, latencies: new Latencies(), statuses: {}, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {}, mixLatencies: {} } : null,
+    p.record ? { label: p.label, connections: p.connections, seconds: p.seconds, statuses: {}, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {}, mixLatencies: {} } : null,
   );
   let phase = 0;
   let target = 0;
@@ -158,7 +157,6 @@ export async function runPhases(o: RunOptions): Promise<PhaseRecord[]> {
           rec.errors[out.error] = (rec.errors[out.error] ?? 0) + 1;
           continue;
         }
-        rec.latencies.push(ms);
         (rec.mixLatencies[r.mix] ??= new Latencies()).push(ms);
         rec.statuses[out.status] = (rec.statuses[out.status] ?? 0) + 1;
         if (out.body && out.status === 200) {

@@ -112,7 +112,7 @@ function sumInto(into: Record<string, number>, from: Record<string, number>): vo
 
 export function summarize(label: string, recs: readonly PhaseRecord[], serverCpuS: number | null, loadgenCpuS: number, gc: GcSummary | null = null): Summary {
   const seconds = recs.reduce((s, r) => s + r.seconds, 0);
-  const lat = (recs.length === 1 ? recs[0]!.latencies : Latencies.concat(recs.map((r) => r.latencies))).sorted();
+  const lat = Latencies.concat(recs.flatMap((r) => Object.values(r.mixLatencies))).sorted();
   const statuses: Record<string, number> = {};
   const errorKinds: Record<string, number> = {};
   const byMix: Record<string, number> = {};
