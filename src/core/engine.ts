@@ -14,7 +14,7 @@ import type { RepoPayload } from "../dataset/record.js";
 import { loadQueryEmbedder } from "../embed/factory.js";
 import type { Embedder } from "../embed/types.js";
 import { analyze, stripMarkup } from "../store/embedded/analyzer.js";
-import type { ScoredPoint, VectorStore } from "../store/types.js";
+import type { RankColumns, ScoredPoint, VectorStore } from "../store/types.js";
 import { buildEvidence, compactTree, llmsUrlOf } from "./evidence.js";
 import { applyFilterDefaults, toStoreFilter } from "./filters.js";
 import { understandQuery, type QueryUnderstanding } from "./query.js";
@@ -107,6 +107,8 @@ export interface EngineOptions {
 
 export interface Candidate {
   readonly payload: RepoPayload;
+  /** The row in the index version that answered, when fusion joined by rank columns; else -1. */
+  readonly row: number;
   lexical: number | null;
   dense: number | null;
   fused: number;
@@ -335,35 +337,64 @@ const LOG_STARS_MAX = Math.log1p(500_000);
  * small, bounded amounts. Sorted best first, ties by key for determinism.
  */
 export function fuse(lex: readonly ScoredPoint[] | null, dense: readonly ScoredPoint[] | null, u: QueryUnderstanding, w: FusionWeights): Candidate[] {
-  const byKey = new Map<string, Candidate>();
   lex ??= [];
+  // By row and rank columns when every hit carries the same version's columns (the embedded
+  // store); otherwise (Qdrant, or a new version published between the two retrievals) by key.
+  const columns = sharedColumns(lex, dense);
+  const joined = new Map<number | string, Candidate>();
   const lexMax = lex.length ? Math.max(lex[0]!.score, 1e-9) : 1;
-  for (const h of lex) byKey.set(h.payload.key, { payload: h.payload, lexical: h.score, dense: null, fused: 0 });
+  for (const h of lex) {
+    const row = columns ? h.row! : -1;
+    joined.set(columns ? row : h.payload.key, { payload: h.payload, row, lexical: h.score, dense: null, fused: 0 });
+  }
   let dMin = 0;
   let dMax = 1;
   if (dense && dense.length) {
     dMax = dense[0]!.score;
     dMin = dense[dense.length - 1]!.score;
     for (const h of dense) {
-      const c = byKey.get(h.payload.key);
+      const row = columns ? h.row! : -1;
+      const key = columns ? row : h.payload.key;
+      const c = joined.get(key);
       if (c) c.dense = h.score;
-      else byKey.set(h.payload.key, { payload: h.payload, lexical: null, dense: h.score, fused: 0 });
+      else joined.set(key, { payload: h.payload, row, lexical: null, dense: h.score, fused: 0 });
     }
   }
   const dSpan = Math.max(dMax - dMin, 1e-6);
-  const out = [...byKey.values()];
+  const qLanguage = columns && u.language !== null ? columns.languageCode(u.language) : -2;
+  const qCategories = columns ? u.categories.map((c) => columns.categoryCode(c)) : [];
+  const out = [...joined.values()];
   for (const c of out) {
-    const p = c.payload;
     const ln = c.lexical === null ? 0 : c.lexical / lexMax;
     const dn = c.dense === null ? 0 : (c.dense - dMin) / dSpan;
-    const stars = p.stars !== null && p.stars > 0 ? Math.log1p(p.stars) / LOG_STARS_MAX : 0;
-    const lang = u.language !== null && p.languageLc === u.language ? 1 : 0;
-    const cat = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
-    c.fused = w.lexical * ln + w.dense * dn + w.stars * Math.min(1, stars) + w.language * lang + w.category * cat;
+    let stars: number;
+    let lang: number;
+    let cat: number;
+    if (columns) {
+      stars = columns.stars(c.row);
+      lang = columns.language(c.row) === qLanguage ? 1 : 0;
+      cat = qCategories.includes(columns.category(c.row)) ? 1 : 0;
+    } else {
+      const p = c.payload;
+      stars = p.stars ?? 0;
+      lang = u.language !== null && p.languageLc === u.language ? 1 : 0;
+      cat = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
+    }
+    const starsPrior = stars > 0 ? Math.min(1, Math.log1p(stars) / LOG_STARS_MAX) : 0;
+    c.fused = w.lexical * ln + w.dense * dn + w.stars * starsPrior + w.language * lang + w.category * cat;
   }
   // -1/0/1 only: returning b.fused - a.fused would box a heap number per comparison.
   out.sort((a, b) => (a.fused > b.fused ? -1 : a.fused < b.fused ? 1 : a.payload.key < b.payload.key ? -1 : 1));
   return out;
+}
+
+/** The rank columns every hit carries (one version's, with rows), or null. */
+function sharedColumns(lex: readonly ScoredPoint[], dense: readonly ScoredPoint[] | null): RankColumns | null {
+  const columns = (lex[0] ?? dense?.[0])?.columns;
+  if (columns === undefined) return null;
+  for (const h of lex) if (h.columns !== columns || h.row === undefined) return null;
+  if (dense) for (const h of dense) if (h.columns !== columns || h.row === undefined) return null;
+  return columns;
 }
 
 /** What a reranker reads: richer than the first stage's fields (description plus README prose). */

@@ -19,6 +19,29 @@ export interface ScoredPoint {
   /** Dense: cosine similarity in [-1, 1]. Lexical: BM25 score ≥ 0. */
   readonly score: number;
   readonly payload: RepoPayload;
+  /** The point's row in the index version that answered; set with `columns` (embedded store only). */
+  readonly row?: number;
+  /** That version's rank columns. Hits carrying the same object share one row space. */
+  readonly columns?: RankColumns;
+}
+
+/**
+ * Compact per-row copies of the payload fields ranking reads (stars, language, category) for one
+ * index version. With them the core joins lexical and dense hits by row and ranks its ~250
+ * candidates without reading their payload objects: the first read of each is a cache miss, and
+ * those misses were most of fusion's time. Codes are the version's own; compare them, nothing else.
+ */
+export interface RankColumns {
+  /** The row's stars; 0 when null or not positive. */
+  stars(row: number): number;
+  /** The code of the row's `languageLc`, or -1 when it is null. */
+  language(row: number): number;
+  /** The code of a `languageLc` value, or -2 when no row holds it (so it matches no row). */
+  languageCode(languageLc: string): number;
+  /** The code of the row's category, or -1 when it is null. */
+  category(row: number): number;
+  /** The code of a category value, or -2 when no row holds it. */
+  categoryCode(category: string): number;
 }
 
 export interface DenseQuery {

@@ -16,6 +16,7 @@ import { fsyncDir, writeFileDurable, type FileData } from "./fsutil.js";
 import { HnswGraph, type HnswParams } from "./hnsw.js";
 import { LexicalIndex, type LexicalDoc } from "./lexical.js";
 import { PayloadIndex } from "./payload-index.js";
+import { PackedRankColumns } from "./rank-columns.js";
 import { buildSubgraphs, DEFAULT_SUBGRAPH_OPTIONS, deserializeSubgraphs, materializeSubgraphs, serializeSubgraphs, type Subgraph, type SubgraphOptions } from "./subgraphs.js";
 
 export const FORMAT_NAME = "reposearch-embedded-segment";
@@ -106,6 +107,8 @@ export class Segment {
   readonly hnswParams: SegmentManifest["hnsw"];
   /** What the dense planner needs, built once. */
   readonly dense: DenseData;
+  /** Stars, language and category packed per row for ranking; null when they cannot be packed exactly. */
+  readonly rankColumns: PackedRankColumns | null;
   private readonly rowById: Map<PointId, number>;
 
   private constructor(
@@ -129,6 +132,7 @@ export class Segment {
     this.dense = { vectors, dims: meta.dims, count: meta.count, graph, subgraphs: materializeSubgraphs(subgraphs, vectors, meta.dims, meta.count) };
     // int8 codes with error bounds let exact scans skip most float32 dot products (same results).
     prepareDense(this.dense);
+    this.rankColumns = PackedRankColumns.build(payloads);
     // Built eagerly (~30 ms for 200k ids) so the first retrieve() does not pay for it.
     this.rowById = new Map();
     for (let i = 0; i < ids.length; i++) this.rowById.set(ids[i]!, i);

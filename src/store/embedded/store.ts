@@ -258,7 +258,9 @@ export class EmbeddedStore implements VectorStore {
 }
 
 function toScored(seg: Segment, hits: readonly Hit[]): ScoredPoint[] {
-  return hits.map((h) => ({ id: seg.ids[h.idx]!, score: h.score, payload: seg.payloads[h.idx]! }));
+  const columns = seg.rankColumns;
+  if (columns === null) return hits.map((h) => ({ id: seg.ids[h.idx]!, score: h.score, payload: seg.payloads[h.idx]! }));
+  return hits.map((h) => ({ id: seg.ids[h.idx]!, score: h.score, payload: seg.payloads[h.idx]!, row: h.idx, columns }));
 }
 
 const validation = (msg: string) => new ReposearchError(ErrorCode.ValidationError, msg);
