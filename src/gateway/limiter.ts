@@ -4,7 +4,7 @@
  * The Redis backend counts with one atomic Lua increment per request, so the limit is exact under
  * concurrency and across any number of gateway processes that share the key prefix. The memory
  * backend is exact within one process, and within one machine's cluster (SERVE_PROCESSES > 1): there
- * the workers' counters live in the primary (RateLimiterCluster over IPC), not once per worker.
+ * the workers' counters live in the primary (cluster-limiter.ts, batched over IPC), not once per worker.
  *
  * When the Redis store cannot answer, the limiter fails closed (RATE_LIMIT_UNAVAILABLE, 503) unless
  * configured to fail open, in which case each process admits up to `failOpenPerMinute` per key from
@@ -12,10 +12,11 @@
  */
 import { Redis } from "ioredis";
 import cluster from "node:cluster";
-import { RateLimiterCluster, RateLimiterClusterMaster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import type { Logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
+import { ClusterLimitClient, serveClusterLimits, type ConsumeOutcome, type LimitName } from "./cluster-limiter.js";
 import type { ServiceHealth } from "./types.js";
 
 export const WINDOW_SECONDS = 60;
@@ -79,7 +80,7 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function decisionOf(allowed: boolean, limit: number, res: RateLimiterRes, degraded: boolean): RateLimitDecision {
+function decisionOf(allowed: boolean, limit: number, res: Pick<RateLimiterRes, "remainingPoints" | "msBeforeNext">, degraded: boolean): RateLimitDecision {
   const msBeforeNext = Math.max(0, res.msBeforeNext);
   return {
     allowed,
@@ -112,15 +113,6 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 /** How long a cluster worker waits for the primary's counter; generous, since a busy worker reads replies late. */
 export const CLUSTER_LIMITER_TIMEOUT_MS = 2_000;
 
-/** A memory-backend consume; only the cluster variant can fail (the primary did not answer), and fails closed. */
-async function memoryConsume(limiter: RateLimiterAbstract, key: string): Promise<{ readonly allowed: boolean; readonly res: RateLimiterRes }> {
-  try {
-    return await tryConsume(limiter, key);
-  } catch (err) {
-    throw new ReposearchError(ErrorCode.RateLimitUnavailable, "rate limiting is temporarily unavailable; retry later", { cause: err });
-  }
-}
-
 export async function createLimiter(config: LimiterConfig, logger: Logger, opts: LimiterOptions = {}): Promise<Limiter> {
   const { ipPerMinute, accountPerMinute, failMode, failOpenPerMinute } = config.gateway.rateLimit;
   const keyPrefix = opts.keyPrefix ?? "reposearch:rl";
@@ -128,22 +120,44 @@ export async function createLimiter(config: LimiterConfig, logger: Logger, opts:
   const warnStoreDown = throttledLog(log, 30_000);
   const warnConnection = throttledLog(log, 30_000);
 
+  if (config.gateway.cacheBackend === "memory" && cluster.isWorker) {
+    // The counters live in the primary (cluster-limiter.ts); it can fail to answer, and then we fail closed.
+    const client = new ClusterLimitClient(CLUSTER_LIMITER_TIMEOUT_MS);
+    const consume = async (name: LimitName, limit: number, key: string): Promise<RateLimitDecision> => {
+      let o: ConsumeOutcome;
+      try {
+        o = await client.consume(name, key);
+      } catch (err) {
+        throw new ReposearchError(ErrorCode.RateLimitUnavailable, "rate limiting is temporarily unavailable; retry later", { cause: err });
+      }
+      return decisionOf(o.allowed, limit, o, false);
+    };
+    return {
+      backend: "memory",
+      redis: null,
+      consumeIp: (key) => consume("ip", ipPerMinute, key),
+      consumeAccount: (key) => consume("account", accountPerMinute, key),
+      async cacheHealth() {
+        return { status: "up", latencyMs: 0 };
+      },
+      async close() {
+        client.close();
+      },
+    };
+  }
+
   if (config.gateway.cacheBackend === "memory") {
-    const memory = (suffix: string, points: number): RateLimiterAbstract =>
-      cluster.isWorker
-        ? new RateLimiterCluster({ keyPrefix: `${keyPrefix}:${suffix}`, points, duration: WINDOW_SECONDS, timeoutMs: CLUSTER_LIMITER_TIMEOUT_MS })
-        : new RateLimiterMemory({ keyPrefix: `${keyPrefix}:${suffix}`, points, duration: WINDOW_SECONDS });
-    const ip = memory("ip", ipPerMinute);
-    const account = memory("acct", accountPerMinute);
+    const ip = new RateLimiterMemory({ keyPrefix: `${keyPrefix}:ip`, points: ipPerMinute, duration: WINDOW_SECONDS });
+    const account = new RateLimiterMemory({ keyPrefix: `${keyPrefix}:acct`, points: accountPerMinute, duration: WINDOW_SECONDS });
     return {
       backend: "memory",
       redis: null,
       async consumeIp(key) {
-        const r = await memoryConsume(ip, key);
+        const r = await tryConsume(ip, key);
         return decisionOf(r.allowed, ipPerMinute, r.res, false);
       },
       async consumeAccount(key) {
-        const r = await memoryConsume(account, key);
+        const r = await tryConsume(account, key);
         return decisionOf(r.allowed, accountPerMinute, r.res, false);
       },
       async cacheHealth() {
@@ -231,7 +245,7 @@ export async function createLimiter(config: LimiterConfig, logger: Logger, opts:
 }
 
 /** In the cluster primary: holds the memory backend's counters for every worker (idempotent). */
-export function serveClusterLimiter(): void {
-  // The library keeps one instance per process; constructing it installs the IPC listeners.
-  new RateLimiterClusterMaster();
+export function serveClusterLimiter(config: LimiterConfig, keyPrefix = "reposearch:rl"): void {
+  const { ipPerMinute, accountPerMinute } = config.gateway.rateLimit;
+  serveClusterLimits({ ip: { points: ipPerMinute, durationSeconds: WINDOW_SECONDS }, account: { points: accountPerMinute, durationSeconds: WINDOW_SECONDS } }, keyPrefix);
 }

@@ -93,7 +93,7 @@ export async function runClusterPrimary(config: Config, role: Role, opts: Cluste
   const log = (opts.logger ?? rootLogger).child({ component: "cluster" });
   const policy = opts.restartPolicy ?? RESTART_POLICY;
   const target = config.server.processes;
-  serveClusterLimiter();
+  serveClusterLimiter(config);
   serveClusterMetrics();
   const execArgv = workerExecArgv(process.execArgv, process.env.NODE_OPTIONS, config.server.workerSemiSpaceMb);
   if (execArgv !== process.execArgv) cluster.setupPrimary({ execArgv: [...execArgv] });
