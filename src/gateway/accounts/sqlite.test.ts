@@ -59,6 +59,69 @@ test("sqlite: WAL mode, busy timeout and migrations in schema_migrations", async
   }
 });
 
+test("sqlite group commit: the debits of one turn commit together, each with its own outcome", async (t) => {
+  const { dir, file } = await tempFile();
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const store = SqliteAccountStore.open(file);
+  t.after(() => store.close());
+  const rich = await store.createAccount("rich");
+  const poor = await store.createAccount("poor");
+  await store.topup("rich", 5 * MICROS_PER_USD);
+  await store.topup("poor", 5 * MICROS_PER_USD);
+  await store.debit(poor.id, 5 * MICROS_PER_USD - 1_500, "poor-0"); // leaves 1,500 micros: one more search
+  const raw = new Database(file);
+  t.after(() => raw.close());
+  // WAL frames written since the last truncation: one commit writes each page it changed once.
+  const walFrames = () => (raw.pragma("wal_checkpoint(PASSIVE)") as { log: number }[])[0]!.log;
+  const truncateWal = () => raw.pragma("wal_checkpoint(TRUNCATE)");
+  truncateWal();
+  await store.debit(rich.id, 1_000, "r-0");
+  const oneCommit = walFrames();
+  truncateWal();
+  // One turn: ordinary debits, a repeat of one of them, an overdraft, and a request id already charged elsewhere.
+  const outcomes = await Promise.allSettled([
+    store.debit(rich.id, 1_000, "r-1"),
+    store.debit(poor.id, 1_000, "p-1"),
+    store.debit(poor.id, 1_000, "p-2"),
+    store.debit(rich.id, 1_000, "r-1"),
+    store.debit(rich.id, 1_000, "poor-0"),
+    store.debit(rich.id, 1_000, "r-2"),
+  ]);
+  assert.deepEqual(
+    outcomes.map((o) => (o.status === "fulfilled" ? o.value : (o.reason as Error).message)),
+    [
+      { ok: true, balanceMicros: 4_998_000 },
+      { ok: true, balanceMicros: 500 },
+      { ok: false, reason: "insufficient_credits", balanceMicros: 500 },
+      { ok: true, balanceMicros: 4_998_000 },
+      'request id "poor-0" was already charged to another account',
+      { ok: true, balanceMicros: 4_997_000 },
+    ],
+  );
+  // One commit for the six: separate ones would each write the account and ledger pages again.
+  assert.ok(oneCommit > 0 && walFrames() <= oneCommit, `WAL frames ${walFrames()} for the batch, ${oneCommit} for one debit`);
+  assert.equal(await store.balance("rich"), 4_997_000);
+  assert.equal(raw.prepare("SELECT COUNT(*) FROM ledger WHERE kind = 'debit'").pluck().get(), 5);
+});
+
+test("sqlite group commit: a batch whose transaction cannot start fails whole, and charges nothing", async (t) => {
+  const { dir, file } = await tempFile();
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const store = SqliteAccountStore.open(file, { busyTimeoutMs: 50 });
+  t.after(() => store.close());
+  const a = await store.createAccount("a");
+  await store.topup("a", 5 * MICROS_PER_USD);
+  const locker = new Database(file);
+  t.after(() => locker.close());
+  locker.exec("BEGIN IMMEDIATE");
+  const outcomes = await Promise.allSettled([store.debit(a.id, 1_000, "x-1"), store.debit(a.id, 1_000, "x-2")]);
+  locker.exec("ROLLBACK");
+  assert.deepEqual(outcomes.map((o) => o.status), ["rejected", "rejected"]);
+  assert.match(String((outcomes[0] as PromiseRejectedResult).reason), /locked|busy/i);
+  assert.equal(await store.balance("a"), 5 * MICROS_PER_USD);
+  assert.deepEqual(await store.debit(a.id, 1_000, "x-1"), { ok: true, balanceMicros: 5 * MICROS_PER_USD - 1_000 });
+});
+
 test("openAccountStore(config) opens SQLite at LEDGER path, creating its directory", async (t) => {
   const { dir } = await tempFile();
   t.after(() => rm(dir, { recursive: true, force: true }));

@@ -128,6 +128,14 @@ function migrate(db: Database.Database): void {
   run.immediate();
 }
 
+interface PendingDebit {
+  readonly accountId: string;
+  readonly micros: number;
+  readonly requestId: string;
+  readonly resolve: (o: DebitOutcome) => void;
+  readonly reject: (err: unknown) => void;
+}
+
 export class SqliteAccountStore implements AccountStore {
   readonly backend = "sqlite" as const;
   /** The database file. */
@@ -138,6 +146,10 @@ export class SqliteAccountStore implements AccountStore {
   private readonly topupTx: Database.Transaction<(accountName: string, micros: number, reference: string | null) => number>;
   private readonly debitTx: Database.Transaction<(accountId: string, micros: number, requestId: string) => DebitOutcome>;
   private readonly refundTx: Database.Transaction<(requestId: string, reason: string) => boolean>;
+  /** Each debit in its own savepoint, so one that throws leaves the others of its batch standing. */
+  private readonly debitBatchTx: Database.Transaction<(batch: readonly PendingDebit[]) => (DebitOutcome | Error)[]>;
+  private debits: PendingDebit[] = [];
+  private debitsScheduled = false;
 
   private constructor(db: Database.Database, file: string) {
     this.db = db;
@@ -146,6 +158,15 @@ export class SqliteAccountStore implements AccountStore {
     this.topupTx = db.transaction((accountName: string, micros: number, reference: string | null) => this.topupStep(accountName, micros, reference));
     this.debitTx = db.transaction((accountId: string, micros: number, requestId: string) => this.debitStep(accountId, micros, requestId));
     this.refundTx = db.transaction((requestId: string, reason: string) => this.refundStep(requestId, reason));
+    this.debitBatchTx = db.transaction((batch: readonly PendingDebit[]) =>
+      batch.map((d) => {
+        try {
+          return this.debitTx(d.accountId, d.micros, d.requestId);
+        } catch (err) {
+          return err instanceof Error ? err : new Error(String(err));
+        }
+      }),
+    );
   }
 
   /** Opens (creating if needed) the ledger file and applies pending migrations. The directory must exist. */
@@ -221,10 +242,44 @@ export class SqliteAccountStore implements AccountStore {
     return b;
   }
 
-  async debit(accountId: string, micros: number, requestId: string): Promise<DebitOutcome> {
-    validateDebitMicros(micros);
-    validateRequestId(requestId);
-    return this.debitTx.immediate(accountId, micros, requestId);
+  /**
+   * Group commit: the debits of one event-loop turn share one IMMEDIATE transaction (committed at
+   * setImmediate), each in its own savepoint. Under load that is one write lock and one WAL append
+   * per turn instead of per search, fewer lock waits between serving processes (SQLite's busy
+   * handler sleeps on the event loop) and fewer checkpoints. If the commit fails, every debit of
+   * the batch fails, and none of them was charged.
+   */
+  debit(accountId: string, micros: number, requestId: string): Promise<DebitOutcome> {
+    try {
+      validateDebitMicros(micros);
+      validateRequestId(requestId);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise((resolve, reject) => {
+      this.debits.push({ accountId, micros, requestId, resolve, reject });
+      if (this.debitsScheduled) return;
+      this.debitsScheduled = true;
+      setImmediate(() => this.commitDebits());
+    });
+  }
+
+  private commitDebits(): void {
+    this.debitsScheduled = false;
+    const batch = this.debits;
+    this.debits = [];
+    let results: (DebitOutcome | Error)[];
+    try {
+      results = this.debitBatchTx.immediate(batch);
+    } catch (err) {
+      for (const d of batch) d.reject(err);
+      return;
+    }
+    batch.forEach((d, i) => {
+      const r = results[i]!;
+      if (r instanceof Error) d.reject(r);
+      else d.resolve(r);
+    });
   }
 
   async refund(requestId: string, reason: string): Promise<boolean> {
