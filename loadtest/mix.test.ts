@@ -6,6 +6,7 @@ import { validateSearchRequest } from "../src/gateway/validation.js";
 import { Latencies, percentile } from "./loadgen.js";
 import { buildRequests, DEFAULT_QUERIES_PATH, loadMix, loadMixQueries, resolveBody, type MixQuery } from "./mix.js";
 import { mixTable, scenarioPhases, summarize } from "./runner.js";
+import { machineTicks, parseCpuLine, stealPctBetween } from "./server.js";
 
 const mix = loadMix();
 
@@ -98,6 +99,8 @@ describe("runner statistics", () => {
     assert.equal(s.serverCpuPct, 50);
     assert.equal(s.serverCpuMsPerRequest, 250); // 1 s of server CPU over 4 answers (the reset got none)
     assert.equal(s.loadgenCpuPct, 25);
+    assert.equal(s.stealPct, null);
+    assert.equal(summarize("t", [], 0, 0, null, 12.5).stealPct, 12.5);
     assert.equal(summarize("t", [{ label: "t", connections: 1, seconds: 1, statuses: {}, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {}, mixLatencies: {} }], 1, 0).serverCpuMsPerRequest, null);
   });
 
@@ -142,5 +145,22 @@ describe("runner statistics", () => {
         [10, 10],
       ],
     );
+  });
+});
+
+describe("machine steal", () => {
+  test("parses /proc/stat's aggregate line and takes the stolen share of the ticks between two readings", () => {
+    const a = parseCpuLine("cpu  100 0 50 800 10 0 5 35 0 0");
+    assert.deepEqual(a, { total: 1000, steal: 35 });
+    // Guest time (the last two fields) is already counted in user, so it is not added again.
+    const b = parseCpuLine("cpu  300 0 100 1300 10 0 5 85 40 0");
+    assert.deepEqual(b, { total: 1800, steal: 85 });
+    assert.equal(stealPctBetween(a, b), 6.3); // 50 of 800 ticks
+    assert.equal(stealPctBetween(b, a), null);
+    assert.equal(stealPctBetween(null, b), null);
+    assert.equal(parseCpuLine("cpu0 1 2 3 4 5 6 7 8"), null);
+    assert.equal(parseCpuLine("cpu  1 2 3"), null);
+    const live = machineTicks();
+    if (process.platform === "linux") assert.ok(live !== null && live.total > 0 && live.steal >= 0 && live.steal <= live.total);
   });
 });

@@ -26,7 +26,7 @@ import { Latencies, percentile, runPhases, type LoadRequest, type Phase, type Ph
 import { buildRequests, DEFAULT_MIX_PATH, DEFAULT_QUERIES_PATH, loadMix, loadMixQueries } from "./mix.js";
 import { transportCeiling, type TransportCeiling } from "./transport.js";
 import { gcBetween, scrapeGc, type GcSummary, type GcTotals } from "./gc.js";
-import { killLiveServers, procTreeCpuSeconds, procTreeRssMb, startChildServer, type ChildServer } from "./server.js";
+import { killLiveServers, machineTicks, procTreeCpuSeconds, procTreeRssMb, startChildServer, stealPctBetween, type ChildServer, type MachineTicks } from "./server.js";
 
 export const SCENARIOS = ["smoke", "load", "stress", "spike", "soak"] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
@@ -87,6 +87,11 @@ export interface Summary {
   readonly loadgenCpuPct: number;
   /** The server's GC pauses during the phase, from its /metrics (null when they could not be read). */
   readonly gc: GcSummary | null;
+  /**
+   * Share (%) of the machine's CPU time taken by the hypervisor for other guests during the phase
+   * (/proc/stat steal); null off Linux. On shared VMs it tells a slow phase of the host from a slow build.
+   */
+  readonly stealPct: number | null;
   readonly byMix: Record<string, number>;
   /**
    * Per mix entry: answered requests, their p50 and p99, and how many of the slowest 1% of all
@@ -110,7 +115,14 @@ function sumInto(into: Record<string, number>, from: Record<string, number>): vo
   for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
 }
 
-export function summarize(label: string, recs: readonly PhaseRecord[], serverCpuS: number | null, loadgenCpuS: number, gc: GcSummary | null = null): Summary {
+export function summarize(
+  label: string,
+  recs: readonly PhaseRecord[],
+  serverCpuS: number | null,
+  loadgenCpuS: number,
+  gc: GcSummary | null = null,
+  stealPct: number | null = null,
+): Summary {
   const seconds = recs.reduce((s, r) => s + r.seconds, 0);
   const lat = Latencies.concat(recs.flatMap((r) => Object.values(r.mixLatencies))).sorted();
   const statuses: Record<string, number> = {};
@@ -154,6 +166,7 @@ export function summarize(label: string, recs: readonly PhaseRecord[], serverCpu
     serverCpuMsPerRequest: serverCpuS === null || responses === 0 ? null : r3((serverCpuS * 1000) / responses),
     loadgenCpuPct: r1((loadgenCpuS / seconds) * 100),
     gc,
+    stealPct,
     byMix,
     latencyByMix: latencyByMix(recs, percentile(lat, 99)),
   };
@@ -185,13 +198,13 @@ export function latencyByMix(recs: readonly PhaseRecord[], overallP99: number): 
 export function markdownTable(rows: readonly Summary[]): string {
   const f = (x: number | null) => (x === null || Number.isNaN(x) ? "–" : String(x));
   const lines = [
-    "| scenario | connections | duration s | requests | RPS (2xx/s) | p50 ms | p95 ms | p99 ms | max ms | errors | non-2xx | server CPU % | server CPU ms/request | server GC pause % | full-GC pauses | loadgen CPU % |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| scenario | connections | duration s | requests | RPS (2xx/s) | p50 ms | p95 ms | p99 ms | max ms | errors | non-2xx | server CPU % | server CPU ms/request | server GC pause % | full-GC pauses | loadgen CPU % | steal % |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const s of rows) {
     const l = s.latencyMs;
     lines.push(
-      `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.serverCpuMsPerRequest)} | ${f(s.gc?.pauseSharePct ?? null)} | ${f(s.gc?.fullCount ?? null)} | ${f(s.loadgenCpuPct)} |`,
+      `| ${s.label} | ${s.connections} | ${r1(s.seconds)} | ${s.requests} | ${s.rps} | ${r1(l.p50)} | ${r1(l.p95)} | ${r1(l.p99)} | ${r1(l.max)} | ${s.errors} | ${s.non2xx} | ${f(s.serverCpuPct)} | ${f(s.serverCpuMsPerRequest)} | ${f(s.gc?.pauseSharePct ?? null)} | ${f(s.gc?.fullCount ?? null)} | ${f(s.loadgenCpuPct)} | ${f(s.stealPct)} |`,
     );
   }
   return lines.join("\n");
@@ -342,6 +355,7 @@ async function main(): Promise<number> {
       const phases: Phase[] = warmup > 0 ? [{ label: "warm-up", connections: plan.phases[0]!.connections, seconds: warmup, record: false }, ...plan.phases] : plan.phases;
       const serverCpu: (number | null)[] = [];
       const ownCpu: number[] = [];
+      const machine: (MachineTicks | null)[] = [];
       // GC totals from the server's /metrics at each boundary (async; awaited after the phases).
       const gcScrapes: Promise<GcTotals | null>[] = [];
       const loadavg = os.loadavg().map(r3);
@@ -356,6 +370,7 @@ async function main(): Promise<number> {
           serverCpu.push(serverPid === null ? null : procTreeCpuSeconds(serverPid));
           const u = process.cpuUsage();
           ownCpu.push((u.user + u.system) / 1e6);
+          machine.push(machineTicks());
           gcScrapes.push(scrapeGc(target.baseUrl));
         },
       });
@@ -369,12 +384,26 @@ async function main(): Promise<number> {
         return x === null || y === null || x === undefined || y === undefined ? null : y - x;
       };
       const phaseSummaries = recs.map((rec, k) =>
-        summarize(rec.label, [rec], cpuDelta(first + k, first + k + 1), ownCpu[first + k + 1]! - ownCpu[first + k]!, gcDelta(first + k, first + k + 1, rec.seconds)),
+        summarize(
+          rec.label,
+          [rec],
+          cpuDelta(first + k, first + k + 1),
+          ownCpu[first + k + 1]! - ownCpu[first + k]!,
+          gcDelta(first + k, first + k + 1, rec.seconds),
+          stealPctBetween(machine[first + k] ?? null, machine[first + k + 1] ?? null),
+        ),
       );
       const total =
         recs.length === 1
           ? phaseSummaries[0]!
-          : summarize(`${plan.name} (all)`, recs, cpuDelta(first, phases.length), ownCpu[phases.length]! - ownCpu[first]!, gcDelta(first, phases.length, recs.reduce((t, r) => t + r.seconds, 0)));
+          : summarize(
+              `${plan.name} (all)`,
+              recs,
+              cpuDelta(first, phases.length),
+              ownCpu[phases.length]! - ownCpu[first]!,
+              gcDelta(first, phases.length, recs.reduce((t, r) => t + r.seconds, 0)),
+              stealPctBetween(machine[first] ?? null, machine[phases.length] ?? null),
+            );
       if (recs.length > 1) rows.push(...phaseSummaries);
       rows.push(total);
       results.push({ scenario: plan.name, warmupSeconds: warmup, loadavgAtStart: loadavg, serverRssMbAtEnd: serverPid === null ? null : procTreeRssMb(serverPid), total, ...(recs.length > 1 ? { phases: phaseSummaries } : {}) });
@@ -394,14 +423,17 @@ async function main(): Promise<number> {
   // The transport ceiling, with the server stopped: the same generator against a Node HTTP server
   // that does no work (transport.ts), as many processes as the service.
   let transport: TransportCeiling | null = null;
+  let transportStealPct: number | null = null;
   const transportConnections = plans.find((p) => p.name === "load")?.phases[0]?.connections ?? connections ?? 50;
   if (!values["no-ceiling"] && sampleResponse) {
     console.error(`transport ceiling: node:http answering a fixed search response, ${serverProcesses ?? 1} process(es), ${transportConnections} connections, ${ceilingSeconds} s…`);
+    const before = machineTicks();
     transport = await transportCeiling({ processes: serverProcesses ?? 1, connections: transportConnections, seconds: ceilingSeconds, requests, responseBody: sampleResponse });
+    transportStealPct = stealPctBetween(before, machineTicks());
   }
 
   // The ceiling, with the server stopped (idle machine apart from this process).
-  let ceiling: { embedderId: string; singleThread: CeilingResult; twoThreads: CeilingResult } | null = null;
+  let ceiling: { embedderId: string; singleThread: CeilingResult; twoThreads: CeilingResult; stealPct: number | null } | null = null;
   let ceilingNote: string | null = null;
   if (values["no-ceiling"]) {
     ceilingNote = "skipped (--no-ceiling)";
@@ -412,9 +444,10 @@ async function main(): Promise<number> {
     const embedderId = await indexEmbedderId(config);
     const texts = queries.map((q) => q.query);
     console.error(`embedding ceiling: ${embedderId}, ${ceilingSeconds} s on 1 thread, then ${ceilingSeconds} s on 2 threads…`);
+    const before = machineTicks();
     const singleThread = await singleThreadCeiling(config, embedderId, texts, ceilingSeconds);
     const twoThreads = await multiThreadCeiling(dataDir, embedderId, texts, ceilingSeconds, 2);
-    ceiling = { embedderId, singleThread, twoThreads };
+    ceiling = { embedderId, singleThread, twoThreads, stealPct: stealPctBetween(before, machineTicks()) };
   }
 
   const load = results.find((r) => r.scenario === "load")?.total as Summary | undefined;
@@ -447,7 +480,7 @@ async function main(): Promise<number> {
   if (ceiling) {
     const c = ceiling;
     console.log(
-      `\nembedding-only ceiling (${c.embedderId}, no HTTP or search): ${r1(c.singleThread.perSecond)} queries/s on 1 thread, ${r1(c.twoThreads.perSecond)} queries/s on 2 threads (each serving process embeds sequentially on its main thread)`,
+      `\nembedding-only ceiling (${c.embedderId}, no HTTP or search): ${r1(c.singleThread.perSecond)} queries/s on 1 thread, ${r1(c.twoThreads.perSecond)} queries/s on 2 threads (each serving process embeds sequentially on its main thread); steal ${c.stealPct ?? "–"} %`,
     );
     for (const r of results) console.log(`  ${r.scenario}: ${(r.total as Summary).rps} RPS = ${r.ceilingRatio} × the ${machineCeiling!.threads}-thread ceiling (one thread per serving process)`);
   } else {
@@ -455,7 +488,7 @@ async function main(): Promise<number> {
   }
   if (transport) {
     console.log(
-      `transport ceiling (node:http, ${transport.processes} process(es), ${transport.connections} connections, a fixed ${transport.responseBytes}-byte response, no work): ${r1(transport.perSecond)} RPS, ${transport.errors} errors, server CPU ${transport.serverCpuPct ?? "–"} %, generator CPU ${transport.generatorCpuPct} %`,
+      `transport ceiling (node:http, ${transport.processes} process(es), ${transport.connections} connections, a fixed ${transport.responseBytes}-byte response, no work): ${r1(transport.perSecond)} RPS, ${transport.errors} errors, server CPU ${transport.serverCpuPct ?? "–"} %, generator CPU ${transport.generatorCpuPct} %, steal ${transportStealPct ?? "–"} %`,
     );
     if (targets) console.log(`  load: ${load!.rps} RPS = ${targets.rps.ratioToTransport} × the transport ceiling`);
   }
@@ -488,7 +521,7 @@ async function main(): Promise<number> {
         serverBalancing,
         ceiling: ceiling ?? { note: ceilingNote },
         ceilingRatioUses: `${machineCeiling?.threads ?? 1} thread(s): one per serving process, each embedding sequentially on its main thread`,
-        transportCeiling: transport,
+        transportCeiling: transport === null ? null : { ...transport, stealPct: transportStealPct },
         targets,
       },
       null,

@@ -173,6 +173,36 @@ export function procCpuSeconds(pid: number): number | null {
   }
 }
 
+/** The machine's CPU time so far, in ticks of all cores: total, and stolen by the hypervisor; null off Linux. */
+export interface MachineTicks {
+  readonly total: number;
+  readonly steal: number;
+}
+
+export function machineTicks(): MachineTicks | null {
+  try {
+    const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!;
+    return parseCpuLine(line);
+  } catch {
+    return null;
+  }
+}
+
+/** /proc/stat's aggregate line: user nice system idle iowait irq softirq steal [guest guest_nice] (guest time is already in user). */
+export function parseCpuLine(line: string): MachineTicks | null {
+  const f = line.trim().split(/\s+/);
+  if (f[0] !== "cpu" || f.length < 9) return null;
+  const v = f.slice(1, 9).map(Number);
+  if (v.some((x) => !Number.isFinite(x))) return null;
+  return { total: v.reduce((a, b) => a + b, 0), steal: v[7]! };
+}
+
+/** Share (%) of the machine's CPU time the hypervisor stole between two readings; null if unknown. */
+export function stealPctBetween(a: MachineTicks | null, b: MachineTicks | null): number | null {
+  if (a === null || b === null || b.total <= a.total) return null;
+  return Math.round(((b.steal - a.steal) / (b.total - a.total)) * 1000) / 10;
+}
+
 /** Resident set size of a process in MB, from /proc; null if unreadable. */
 export function procRssMb(pid: number): number | null {
   try {
