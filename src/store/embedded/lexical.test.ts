@@ -245,3 +245,22 @@ test("invalid parameters fail fast", () => {
   );
   assert.throws(() => LexicalIndex.deserialize(LexicalIndex.build(corpus).serialize(), params(Number.POSITIVE_INFINITY, {})), /k1/);
 });
+
+test("top k: best first, ties by row, and every k a prefix of the full ranking", () => {
+  // Many identical documents make many equal scores, so the tie order matters.
+  const words = ["alpha", "beta", "gamma", "delta"];
+  const docs: LexicalDoc[] = Array.from({ length: 300 }, (_, i) => ({
+    name: words[i % 4]!,
+    description: `${words[(i * 7) % 4]} ${words[(i * 3) % 4]} ${i % 5 === 0 ? "alpha" : ""}`,
+    topics: [],
+    readme: null,
+  }));
+  const index = LexicalIndex.build(docs);
+  const all = index.search("alpha beta", 300, null);
+  assert.ok(all.length > 100);
+  for (let i = 1; i < all.length; i++) {
+    const [a, b] = [all[i - 1]!, all[i]!];
+    assert.ok(a.score > b.score || (a.score === b.score && a.idx < b.idx), `rank ${i}: ${JSON.stringify(a)} before ${JSON.stringify(b)}`);
+  }
+  for (const k of [1, 2, 7, 64, 150]) assert.deepEqual(index.search("alpha beta", k, null), all.slice(0, k));
+});
