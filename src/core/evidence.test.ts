@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it, test } from "node:test";
 import type { RepoPayload } from "../dataset/record.js";
 import { analyze } from "../store/embedded/analyzer.js";
-import { buildEvidence, evidenceMemoSize, TEXT_MEMO_MAX } from "./evidence.js";
+import { buildEvidence, evidenceMemoSize, groupThousands, TEXT_MEMO_MAX } from "./evidence.js";
 import { applyFilterDefaults } from "./filters.js";
 import { understandQuery } from "./query.js";
 
@@ -60,4 +60,11 @@ describe("evidence", () => {
     for (let i = 0; i < TEXT_MEMO_MAX + 50; i++) evidence(payload(10_000 + i), "cli", null);
     assert.ok(evidenceMemoSize() <= TEXT_MEMO_MAX, `memo holds ${evidenceMemoSize()}`);
   });
+});
+
+test("groupThousands writes what Intl.NumberFormat(en-US) writes", () => {
+  const fmt = new Intl.NumberFormat("en-US");
+  const cases = [0, 1, 12, 123, 999, 1_000, 12_345, 123_456, 1_234_567, 100_000, 1_000_000, -1, -1_234, -999_999, Number.MAX_SAFE_INTEGER, 2 ** 60, 1.5, -0];
+  for (let i = 0; i < 2_000; i++) cases.push(Math.floor(Math.random() * 10 ** (1 + (i % 12))));
+  for (const n of cases) assert.equal(groupThousands(n), fmt.format(n), String(n));
 });
