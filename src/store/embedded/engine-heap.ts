@@ -52,10 +52,25 @@ export class MinHeap {
   pop(): void {
     const n = --this.size;
     if (n <= 0) return;
+    this.siftDown(this.ids[n]!, this.scores[n]!);
+  }
+
+  /** Replaces the root with (id, score): one sift instead of pop() then push(). */
+  replaceTop(id: number, score: number): void {
+    this.siftDown(id, score);
+  }
+
+  /** Bounded insert for a top-k of capacity k: keeps the k best seen. */
+  offer(id: number, score: number, k: number): void {
+    if (this.size < k) this.push(id, score);
+    else if (score > this.scores[0]! || (score === this.scores[0]! && id < this.ids[0]!)) this.replaceTop(id, score);
+  }
+
+  /** Places (id, score) at the root's slot and sifts it down over the first `size` entries. */
+  private siftDown(id: number, score: number): void {
+    const n = this.size;
     const ids = this.ids;
     const sc = this.scores;
-    const id = ids[n]!;
-    const score = sc[n]!;
     let i = 0;
     for (;;) {
       let c = 2 * i + 1;
@@ -70,15 +85,6 @@ export class MinHeap {
     }
     ids[i] = id;
     sc[i] = score;
-  }
-
-  /** Bounded insert for a top-k of capacity k: keeps the k best seen. */
-  offer(id: number, score: number, k: number): void {
-    if (this.size < k) this.push(id, score);
-    else if (score > this.scores[0]! || (score === this.scores[0]! && id < this.ids[0]!)) {
-      this.pop();
-      this.push(id, score);
-    }
   }
 
   /** Empties the heap into parallel arrays, best (highest score) first; returns the count. */

@@ -17,6 +17,7 @@
  * tf~·(k1+1)/(k1+tf~): a search then costs one multiply-add per posting.
  */
 import type { Bitset } from "./bitset.js";
+import { MinHeap } from "./engine-heap.js";
 import type { Hit } from "./types.js";
 import { analyze, stripMarkup } from "./analyzer.js";
 
@@ -150,65 +151,15 @@ export class LexicalIndex {
   /** Collects the best k touched rows with a bounded min-heap and clears the accumulator. */
   private topK(k: number, nt: number): Hit[] {
     const { acc, touched } = this;
-    const cap = Math.min(k, nt);
-    const hIdx = new Uint32Array(cap);
-    const hScore = new Float64Array(cap);
-    let size = 0;
+    // The root is the worst kept (lowest score; on ties the highest row, so results are stable).
+    const heap = new MinHeap(Math.min(k, nt));
     for (let i = 0; i < nt; i++) {
       const d = touched[i]!;
       const s = acc[d]!;
       acc[d] = 0;
-      if (size < cap) {
-        // Sift up: the root is the worst (lowest score; on ties, highest row so results are stable).
-        let j = size++;
-        while (j > 0) {
-          const parent = (j - 1) >>> 1;
-          if (!worse(s, d, hScore[parent]!, hIdx[parent]!)) break;
-          hScore[j] = hScore[parent]!;
-          hIdx[j] = hIdx[parent]!;
-          j = parent;
-        }
-        hScore[j] = s;
-        hIdx[j] = d;
-      } else if (worse(hScore[0]!, hIdx[0]!, s, d)) {
-        // Replace the root, sift down.
-        let j = 0;
-        for (;;) {
-          const l = 2 * j + 1;
-          if (l >= size) break;
-          const r = l + 1;
-          const c = r < size && worse(hScore[r]!, hIdx[r]!, hScore[l]!, hIdx[l]!) ? r : l;
-          if (!worse(hScore[c]!, hIdx[c]!, s, d)) break;
-          hScore[j] = hScore[c]!;
-          hIdx[j] = hIdx[c]!;
-          j = c;
-        }
-        hScore[j] = s;
-        hIdx[j] = d;
-      }
+      heap.offer(d, s, k);
     }
-    // Best first by popping the heap (its root is the worst left) into the array from the end:
-    // the order of sort(bestFirst), without a comparator call per comparison.
-    const hits: Hit[] = new Array(size);
-    for (let end = size - 1; end >= 0; end--) {
-      hits[end] = { idx: hIdx[0]!, score: hScore[0]! };
-      const s = hScore[end]!;
-      const d = hIdx[end]!;
-      let j = 0;
-      for (;;) {
-        const l = 2 * j + 1;
-        if (l >= end) break;
-        const r = l + 1;
-        const c = r < end && worse(hScore[r]!, hIdx[r]!, hScore[l]!, hIdx[l]!) ? r : l;
-        if (!worse(hScore[c]!, hIdx[c]!, s, d)) break;
-        hScore[j] = hScore[c]!;
-        hIdx[j] = hIdx[c]!;
-        j = c;
-      }
-      hScore[j] = s;
-      hIdx[j] = d;
-    }
-    return hits;
+    return heap.drainHits();
   }
 
   /** Binary search in the sorted dictionary (sorted by JS string order, so probes are decoded). */
@@ -302,10 +253,6 @@ export class LexicalIndex {
     if (problem !== null) fail(problem);
     return new LexicalIndex(parts, params ?? { k1, fields });
   }
-}
-
-function worse(sa: number, ia: number, sb: number, ib: number): boolean {
-  return sa < sb || (sa === sb && ia > ib);
 }
 
 function validateParams(params: LexicalParams): void {
