@@ -3,7 +3,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { after, test } from "node:test";
-import { answerLimitRequest, clusterLimiters, LIMIT_REPLY, LIMIT_REQUEST, type LimitRequest } from "./cluster-limiter.js";
+import { answerLimitRequest, memoryCounters, LIMIT_REPLY, LIMIT_REQUEST, type LimitRequest } from "./cluster-limiter.js";
 
 const CHILD = fileURLToPath(new URL("./cluster-limiter.test-child.js", import.meta.url));
 const children: ChildProcess[] = [];
@@ -13,7 +13,7 @@ after(() => children.forEach((c) => c.kill()));
 async function worker(opts: { ipPoints: number; accountPoints: number; answer: boolean; timeoutMs?: number }) {
   const child = fork(CHILD, [], { env: { ...process.env, LIMIT_TIMEOUT_MS: String(opts.timeoutMs ?? 2_000) }, stdio: "inherit" });
   children.push(child);
-  const limiters = clusterLimiters({ ip: { points: opts.ipPoints, durationSeconds: 60 }, account: { points: opts.accountPoints, durationSeconds: 60 } }, "test");
+  const limiters = memoryCounters({ ip: { points: opts.ipPoints, durationSeconds: 60 }, account: { points: opts.accountPoints, durationSeconds: 60 } }, "test");
   const requests: LimitRequest[] = [];
   const results: unknown[][] = [];
   child.on("message", (msg: { results?: unknown[] }) => {
@@ -59,7 +59,7 @@ test("a primary that does not answer fails the whole batch after the timeout", a
 });
 
 test("the primary answers malformed items with null and ignores other messages", async () => {
-  const limiters = clusterLimiters({ ip: { points: 1, durationSeconds: 60 }, account: { points: 1, durationSeconds: 60 } }, "test2");
+  const limiters = memoryCounters({ ip: { points: 1, durationSeconds: 60 }, account: { points: 1, durationSeconds: 60 } }, "test2");
   assert.equal(await answerLimitRequest(limiters, { type: "something-else" }), null);
   assert.equal(await answerLimitRequest(limiters, null), null);
   const reply = await answerLimitRequest(limiters, { type: LIMIT_REQUEST, batch: 7, items: [["ip", "k"], ["nope", "k"], ["account", 5], "junk", ["ip", "k"]] });

@@ -51,8 +51,8 @@ interface Pending {
   readonly reject: (err: Error) => void;
 }
 
-/** The counters the primary holds for every worker. */
-export function clusterLimiters(settings: Readonly<Record<LimitName, LimitSettings>>, keyPrefix: string): Record<LimitName, RateLimiterMemory> {
+/** The memory backend's counters: in the cluster primary for every worker, or in a single serving process. */
+export function memoryCounters(settings: Readonly<Record<LimitName, LimitSettings>>, keyPrefix: string): Record<LimitName, RateLimiterMemory> {
   return {
     ip: new RateLimiterMemory({ keyPrefix: `${keyPrefix}:ip`, points: settings.ip.points, duration: settings.ip.durationSeconds }),
     account: new RateLimiterMemory({ keyPrefix: `${keyPrefix}:acct`, points: settings.account.points, duration: settings.account.durationSeconds }),
@@ -85,7 +85,7 @@ let served = false;
 export function serveClusterLimits(settings: Readonly<Record<LimitName, LimitSettings>>, keyPrefix: string): void {
   if (served) return;
   served = true;
-  const limiters = clusterLimiters(settings, keyPrefix);
+  const limiters = memoryCounters(settings, keyPrefix);
   cluster.on("message", (worker: Worker, msg: unknown) => {
     void answerLimitRequest(limiters, msg).then((reply) => {
       // A worker that exited meanwhile cannot be answered; its requests are gone with it.

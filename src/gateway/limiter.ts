@@ -16,7 +16,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import type { Logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
-import { ClusterLimitClient, serveClusterLimits, type ConsumeOutcome, type LimitName } from "./cluster-limiter.js";
+import { ClusterLimitClient, memoryCounters, serveClusterLimits, type ConsumeOutcome, type LimitName, type LimitSettings } from "./cluster-limiter.js";
 import type { ServiceHealth } from "./types.js";
 
 export const WINDOW_SECONDS = 60;
@@ -147,8 +147,7 @@ export async function createLimiter(config: LimiterConfig, logger: Logger, opts:
   }
 
   if (config.gateway.cacheBackend === "memory") {
-    const ip = new RateLimiterMemory({ keyPrefix: `${keyPrefix}:ip`, points: ipPerMinute, duration: WINDOW_SECONDS });
-    const account = new RateLimiterMemory({ keyPrefix: `${keyPrefix}:acct`, points: accountPerMinute, duration: WINDOW_SECONDS });
+    const { ip, account } = memoryCounters(limitSettings(config), keyPrefix);
     return {
       backend: "memory",
       redis: null,
@@ -246,6 +245,10 @@ export async function createLimiter(config: LimiterConfig, logger: Logger, opts:
 
 /** In the cluster primary: holds the memory backend's counters for every worker (idempotent). */
 export function serveClusterLimiter(config: LimiterConfig, keyPrefix = "reposearch:rl"): void {
+  serveClusterLimits(limitSettings(config), keyPrefix);
+}
+
+function limitSettings(config: LimiterConfig): Record<LimitName, LimitSettings> {
   const { ipPerMinute, accountPerMinute } = config.gateway.rateLimit;
-  serveClusterLimits({ ip: { points: ipPerMinute, durationSeconds: WINDOW_SECONDS }, account: { points: accountPerMinute, durationSeconds: WINDOW_SECONDS } }, keyPrefix);
+  return { ip: { points: ipPerMinute, durationSeconds: WINDOW_SECONDS }, account: { points: accountPerMinute, durationSeconds: WINDOW_SECONDS } };
 }
