@@ -9,6 +9,7 @@
  */
 import cluster, { type Worker } from "node:cluster";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+import { TurnBatch } from "../common/turn-batch.js";
 
 /** Worker → primary: consumes, in order. */
 export const LIMIT_REQUEST = "reposearch:limit";
@@ -107,8 +108,7 @@ function isReply(msg: unknown): msg is LimitReply {
  * turn's I/O callbacks), and fail together if the primary does not answer within `timeoutMs`.
  */
 export class ClusterLimitClient {
-  private queue: Pending[] = [];
-  private scheduled = false;
+  private readonly queue = new TurnBatch<Pending>((items) => this.send(items));
   private nextBatch = 1;
   private readonly inFlight = new Map<number, { readonly items: Pending[]; readonly timer: NodeJS.Timeout }>();
   private readonly onMessage = (msg: unknown): void => {
@@ -125,12 +125,7 @@ export class ClusterLimitClient {
   }
 
   consume(name: LimitName, key: string): Promise<ConsumeOutcome> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ name, key, resolve, reject });
-      if (this.scheduled) return;
-      this.scheduled = true;
-      setImmediate(() => this.flush());
-    });
+    return new Promise((resolve, reject) => this.queue.push({ name, key, resolve, reject }));
   }
 
   /** Stops listening; consumes still waiting fail. */
@@ -142,14 +137,10 @@ export class ClusterLimitClient {
       this.inFlight.delete(batch);
       for (const p of items) p.reject(err);
     }
-    for (const p of this.queue.splice(0)) p.reject(err);
+    for (const p of this.queue.take()) p.reject(err);
   }
 
-  private flush(): void {
-    this.scheduled = false;
-    const items = this.queue;
-    if (items.length === 0) return;
-    this.queue = [];
+  private send(items: Pending[]): void {
     const batch = this.nextBatch++;
     const timer = setTimeout(() => this.fail(batch, new Error(`no answer from the cluster primary within ${this.timeoutMs} ms`)), this.timeoutMs);
     timer.unref();

@@ -13,6 +13,7 @@ import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
+import { TurnBatch } from "../../common/turn-batch.js";
 import { generateKey, hashKey, KEY_PREFIX_RE, parseKey, principalOf, redactKeys } from "./keys.js";
 import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, StoreHealth } from "./types.js";
 import {
@@ -148,8 +149,7 @@ export class SqliteAccountStore implements AccountStore {
   private readonly refundTx: Database.Transaction<(requestId: string, reason: string) => boolean>;
   /** Each debit in its own savepoint, so one that throws leaves the others of its batch standing. */
   private readonly debitBatchTx: Database.Transaction<(batch: readonly PendingDebit[]) => (DebitOutcome | Error)[]>;
-  private debits: PendingDebit[] = [];
-  private debitsScheduled = false;
+  private readonly debits = new TurnBatch<PendingDebit>((batch) => this.commitDebits(batch));
 
   private constructor(db: Database.Database, file: string) {
     this.db = db;
@@ -256,18 +256,10 @@ export class SqliteAccountStore implements AccountStore {
     } catch (err) {
       return Promise.reject(err);
     }
-    return new Promise((resolve, reject) => {
-      this.debits.push({ accountId, micros, requestId, resolve, reject });
-      if (this.debitsScheduled) return;
-      this.debitsScheduled = true;
-      setImmediate(() => this.commitDebits());
-    });
+    return new Promise((resolve, reject) => this.debits.push({ accountId, micros, requestId, resolve, reject }));
   }
 
-  private commitDebits(): void {
-    this.debitsScheduled = false;
-    const batch = this.debits;
-    this.debits = [];
+  private commitDebits(batch: readonly PendingDebit[]): void {
     let results: (DebitOutcome | Error)[];
     try {
       results = this.debitBatchTx.immediate(batch);

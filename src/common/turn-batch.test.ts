@@ -1,0 +1,21 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { TurnBatch } from "./turn-batch.js";
+
+test("TurnBatch hands over each turn's items together, in order, and take() empties it", async () => {
+  const runs: number[][] = [];
+  const batch = new TurnBatch<number>((items) => runs.push(items));
+  batch.push(1);
+  batch.push(2);
+  queueMicrotask(() => batch.push(3)); // same turn
+  await nextTurn();
+  assert.deepEqual(runs, [[1, 2, 3]]);
+  batch.push(4);
+  await nextTurn();
+  assert.deepEqual(runs, [[1, 2, 3], [4]]);
+  batch.push(5);
+  assert.deepEqual(batch.take(), [5]);
+  await nextTurn();
+  assert.deepEqual(runs, [[1, 2, 3], [4]], "nothing left to run after take()");
+});
