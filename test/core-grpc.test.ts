@@ -20,7 +20,9 @@ import { pointIdFor } from "../src/common/hash.js";
 import { setLogLevel } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
 import { CoreClient } from "../src/core/grpc/client.js";
-import { SearchEngine, fusionWeights, type Stage } from "../src/core/engine.js";
+import { SearchEngine, batchesQueries, fusionWeights, type Stage } from "../src/core/engine.js";
+import { loadQueryEmbedder } from "../src/embed/factory.js";
+import type { Embedder } from "../src/embed/types.js";
 import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, loadProtos } from "../src/core/grpc/convert.js";
 import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "../src/core/grpc/testkit.js";
 import type { AppliedFilters, IndexStats, SearchFilters, SearchRequest, SearchResponse, SearchResult } from "../src/core/types.js";
@@ -555,6 +557,64 @@ describe("searches that arrive together", () => {
     }
   });
 });
+
+describe("query embeddings of searches that arrive together", () => {
+  it("go to a non-static embedder as one call (QUERY_EMBED_MAX_BATCH), and each search answers as alone", async () => {
+    const config = loadConfig(coreEnv());
+    const info = await refStore.info();
+    const real = await loadQueryEmbedder(config, info.embedderId!);
+    // The index's own (static) model, presented under another id so that the engine batches its queries
+    // (static ids are never batched); every call is recorded and then embedded by the real model.
+    const calls: string[][] = [];
+    const recording: Embedder = {
+      id: "recording-" + real.id,
+      dims: real.dims,
+      ...(real.domainAdapted !== undefined ? { domainAdapted: real.domainAdapted } : {}),
+      embed: (texts) => {
+        calls.push([...texts]);
+        return real.embed(texts);
+      },
+      close: () => real.close(),
+    };
+    const batches: number[] = [];
+    const engine = new SearchEngine({ store: refStore, loadEmbedder: async () => recording, queryEmbedMaxBatch: 3, onEmbedBatch: (n) => batches.push(n) });
+    const unbatched = SearchEngine.fromConfig(config, refStore, { queryEmbedMaxBatch: 1 });
+    try {
+      // The engine looks its embedder up by the index's id; the recording one answers for it.
+      await engine.sync();
+      await unbatched.sync();
+      const reqs: SearchRequest[] = [
+        { query: `${WORD} library`, limit: 5 },
+        { query: "http client", limit: 3, filters: { language: "go" } },
+        { query: "static site generator", limit: 10 },
+        { query: "command line parser", limit: 4 },
+      ];
+      const together = await Promise.all(reqs.map((r) => engine.search(r)));
+      assert.deepEqual(calls, [reqs.slice(0, 3).map((r) => r.query), [reqs[3]!.query]], "one call per 3 queries (maxBatch), in arrival order");
+      assert.deepEqual(batches, [3, 1]);
+      const withoutTime = (r: SearchResponse) => ({ ...r, meta: { ...r.meta, timeMs: 0 } });
+      for (let i = 0; i < reqs.length; i++) {
+        assert.deepEqual(withoutTime(together[i]!), withoutTime(await unbatched.search(reqs[i]!)), `search ${i}: the same answer as unbatched`);
+      }
+    } finally {
+      await engine.close();
+      await unbatched.close();
+    }
+  });
+
+  it("are never batched for static embedders, and QUERY_EMBED_MAX_BATCH is validated", () => {
+    assert.equal(batchesQueries("static:abc", 32), false);
+    assert.equal(batchesQueries("use-lite@0.2.0", 32), true);
+    assert.equal(batchesQueries("use-lite@0.2.0", 1), false);
+    assert.equal(loadConfig(coreEnv()).embedder.queryMaxBatch, 32);
+    assert.throws(() => loadConfig(coreEnv({ QUERY_EMBED_MAX_BATCH: "0" })), /QUERY_EMBED_MAX_BATCH/);
+    assert.throws(() => new SearchEngine({ store: refStore, loadEmbedder: async () => recordingNever(), queryEmbedMaxBatch: 0 }), /queryEmbedMaxBatch/);
+  });
+});
+
+function recordingNever(): Embedder {
+  throw new Error("not loaded");
+}
 
 describe("rerank enabled (RERANKER=local)", () => {
   let rcore: CoreHandle;

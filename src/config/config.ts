@@ -56,6 +56,7 @@ const envSchema = z.object({
   EMBEDDER: z.enum(EMBEDDER_KINDS).default("static"),
   EMBED_WORKERS: int(0, 64).default(0),
   EMBED_BATCH_SIZE: int(1, 4096).default(64),
+  QUERY_EMBED_MAX_BATCH: int(1, 1024).default(32),
   ONNX_MODEL_DIR: optionalString,
   ONNX_MAX_TOKENS: int(8, 8192).default(256),
   EMBED_HTTP_URL: optionalString,
@@ -128,6 +129,8 @@ export interface Config {
     /** worker_threads used to embed documents; 0 means one per core. */
     readonly workers: number;
     readonly batchSize: number;
+    /** Most query embeddings the core sends in one call when searches arrive together (1: no batching). */
+    readonly queryMaxBatch: number;
     readonly onnxModelDir: string | null;
     readonly onnxMaxTokens: number;
     readonly httpUrl: string | null;
@@ -301,6 +304,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       kind: e.EMBEDDER,
       workers: e.EMBED_WORKERS === 0 ? Math.max(1, cpus().length) : e.EMBED_WORKERS,
       batchSize: e.EMBED_BATCH_SIZE,
+      queryMaxBatch: e.QUERY_EMBED_MAX_BATCH,
       onnxModelDir: e.ONNX_MODEL_DIR,
       onnxMaxTokens: e.ONNX_MAX_TOKENS,
       httpUrl: e.EMBED_HTTP_URL,

@@ -11,6 +11,7 @@ import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { logger as rootLogger, type Logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
 import type { RepoPayload } from "../dataset/record.js";
+import { BatchingEmbedder } from "../embed/batching.js";
 import { loadQueryEmbedder } from "../embed/factory.js";
 import type { Embedder } from "../embed/types.js";
 import { analyze, stripMarkup } from "../store/embedded/analyzer.js";
@@ -103,6 +104,19 @@ export interface EngineOptions {
    * two fusion inputs, so it needs less recall than a store query on its own (DENSE_EF_SEARCH).
    */
   readonly denseEf?: number;
+  /**
+   * Most query embeddings sent to the model in one call when searches arrive together (default 1: one
+   * call per search). Embedders whose id starts with `static:` are never batched: a static embedding
+   * costs ~8 µs a query, so a batch would amortise nothing (QUERY_EMBED_MAX_BATCH; src/embed/batching.ts).
+   */
+  readonly queryEmbedMaxBatch?: number;
+  /** Called with the size of every batched call to the query embedder (metrics). */
+  readonly onEmbedBatch?: (size: number) => void;
+}
+
+/** Whether the engine batches an embedder's queries (see EngineOptions.queryEmbedMaxBatch). */
+export function batchesQueries(embedderId: string, maxBatch: number): boolean {
+  return maxBatch > 1 && !embedderId.startsWith("static:");
 }
 
 export interface Candidate {
@@ -133,6 +147,9 @@ export class SearchEngine implements SearchCore {
     if (opts.denseEf !== undefined && (!Number.isInteger(opts.denseEf) || opts.denseEf < 1)) {
       throw new RangeError(`SearchEngine: denseEf must be a positive integer (got ${opts.denseEf})`);
     }
+    if (opts.queryEmbedMaxBatch !== undefined && (!Number.isInteger(opts.queryEmbedMaxBatch) || opts.queryEmbedMaxBatch < 1)) {
+      throw new RangeError(`SearchEngine: queryEmbedMaxBatch must be a positive integer (got ${opts.queryEmbedMaxBatch})`);
+    }
     this.store = opts.store;
     this.fusion = opts.fusion ?? fusionWeights("base");
     this.log = opts.logger ?? rootLogger.child({ component: "core" });
@@ -146,6 +163,7 @@ export class SearchEngine implements SearchCore {
       loadEmbedder: (id) => loadQueryEmbedder(config, id),
       rerankTimeoutMs: extra.rerankTimeoutMs ?? config.rerank.timeoutMs,
       denseEf: extra.denseEf ?? config.store.denseEfSearch,
+      queryEmbedMaxBatch: extra.queryEmbedMaxBatch ?? config.embedder.queryMaxBatch,
     });
   }
 
@@ -164,13 +182,21 @@ export class SearchEngine implements SearchCore {
     if (this.embedderLoading) return this.embedderLoading;
     this.embedderLoading = (async () => {
       try {
-        const next = await this.opts.loadEmbedder(id);
+        const loaded = await this.opts.loadEmbedder(id);
+        const maxBatch = this.opts.queryEmbedMaxBatch ?? 1;
+        const next = batchesQueries(loaded.id, maxBatch)
+          ? new BatchingEmbedder(loaded, { maxBatch, ...(this.opts.onEmbedBatch ? { onBatch: this.opts.onEmbedBatch } : {}) })
+          : loaded;
         const old = this.embedder;
         this.embedder = next;
         this.embedderId = id;
         this.fusion = this.opts.fusion ?? fusionWeights(fusionProfileFor(next));
         if (old) await old.close().catch(() => {});
-        this.log.info("query embedder loaded", { embedderId: id, fusionProfile: this.opts.fusion ? "fixed" : fusionProfileFor(next) });
+        this.log.info("query embedder loaded", {
+          embedderId: id,
+          fusionProfile: this.opts.fusion ? "fixed" : fusionProfileFor(next),
+          queryBatch: next instanceof BatchingEmbedder ? next.maxBatch : 1,
+        });
       } catch (err) {
         this.log.error("query embedder failed to load; answering lexical-only", { embedderId: id, error: (err as Error).message });
       } finally {

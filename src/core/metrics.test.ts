@@ -44,17 +44,22 @@ test("index gauges are read from the source at every scrape, once per scrape", a
   assert.match(text, /^index_points 501$/m);
 });
 
-test("stages, rerank fallbacks and gRPC calls are recorded under bounded labels", async () => {
+test("stages, rerank fallbacks, embedding batches and gRPC calls are recorded under bounded labels", async () => {
   const m = createCoreMetrics();
   m.observeStage("dense", 0.004);
   m.observeStage("lexical", 0.001);
   m.rerankFallback();
+  m.embedBatch(25);
+  m.embedBatch(3);
   m.observeCall("reposearch.v1.SearchService", "Search", "OK", 0.012);
   m.observeCall("reposearch.v1.SearchService", "Search", "INVALID_ARGUMENT", 0.001);
   const text = await m.registry.metrics();
   assert.match(text, /search_stage_duration_seconds_count\{stage="dense"\} 1/);
   assert.match(text, /search_stage_duration_seconds_bucket\{le="0\.005",stage="dense"\} 1/);
   assert.match(text, /^rerank_fallbacks_total 1$/m);
+  assert.match(text, /^search_query_embed_batch_size_bucket\{le="4"\} 1$/m);
+  assert.match(text, /^search_query_embed_batch_size_bucket\{le="32"\} 2$/m);
+  assert.match(text, /^search_query_embed_batch_size_sum 28$/m);
   assert.match(text, /grpc_server_handling_seconds_bucket\{le="0\.02",grpc_service="reposearch\.v1\.SearchService",grpc_method="Search",grpc_code="OK"\} 1/);
   assert.match(text, /grpc_server_handled_total\{grpc_service="reposearch\.v1\.SearchService",grpc_method="Search",grpc_code="INVALID_ARGUMENT"\} 1/);
 });

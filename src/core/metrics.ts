@@ -22,6 +22,7 @@ export interface CoreMetrics extends GrpcCallMetrics {
   readonly grpcHandled: Counter<"grpc_service" | "grpc_method" | "grpc_code">;
   readonly stageDuration: Histogram<"stage">;
   readonly rerankFallbacks: Counter;
+  readonly embedBatchSize: Histogram;
   readonly indexVersion: Gauge;
   readonly indexPoints: Gauge;
   readonly indexAge: Gauge;
@@ -29,6 +30,8 @@ export interface CoreMetrics extends GrpcCallMetrics {
   observeStage(stage: Stage, seconds: number): void;
   /** SearchEngine's onRerankFallback hook. */
   rerankFallback(): void;
+  /** SearchEngine's onEmbedBatch hook: the size of one batched call to the query embedder. */
+  embedBatch(size: number): void;
   /** Where the index gauges read from at every scrape (the latest call wins). */
   trackIndex(source: IndexStatsSource): void;
 }
@@ -57,6 +60,11 @@ export function createCoreMetrics(registry?: Registry): CoreMetrics {
     name: "rerank_fallbacks_total",
     help: "Searches whose rerank stage failed or timed out, answered in first-stage order.",
   });
+  const embedBatchSize = histogram(reg, {
+    name: "search_query_embed_batch_size",
+    help: "Queries per call to the query embedder when searches that arrive together are embedded as one batch (not recorded for static embedders, which are never batched).",
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+  });
 
   return {
     registry: reg,
@@ -64,6 +72,7 @@ export function createCoreMetrics(registry?: Registry): CoreMetrics {
     grpcHandled,
     stageDuration,
     rerankFallbacks,
+    embedBatchSize,
     indexVersion: index.version,
     indexPoints: index.points,
     indexAge: index.age,
@@ -77,6 +86,9 @@ export function createCoreMetrics(registry?: Registry): CoreMetrics {
     },
     rerankFallback() {
       rerankFallbacks.inc();
+    },
+    embedBatch(size) {
+      embedBatchSize.observe(size);
     },
     trackIndex(s) {
       index.track(s);

@@ -59,6 +59,7 @@ export async function startCore(
     logger: log,
     onStage: (stage, seconds) => metrics.observeStage(stage, seconds),
     onRerankFallback: () => metrics.rerankFallback(),
+    onEmbedBatch: (size) => metrics.embedBatch(size),
   });
   metrics.trackIndex(() => engine.stats());
   await engine.sync();
