@@ -9,6 +9,7 @@ interface Data {
   readonly embedderId: string;
   readonly queries: readonly string[];
   readonly seconds: number;
+  readonly batch: number;
   readonly offset: number;
 }
 
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
   port.postMessage({ type: "ready" });
   await go;
   const queries = [...d.queries.slice(d.offset % d.queries.length), ...d.queries.slice(0, d.offset % d.queries.length)];
-  const r = await embedFor((t) => embedder.embed([t]), queries, d.seconds, Math.min(2, d.seconds / 5));
+  const r = await embedFor((t) => embedder.embed(t), queries, d.seconds, Math.min(2, d.seconds / 5), d.batch);
   await embedder.close();
   port.postMessage({ type: "done", ...r });
 }

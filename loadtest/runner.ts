@@ -446,7 +446,7 @@ async function main(): Promise<number> {
     console.error(`embedding ceiling: ${embedderId}, ${ceilingSeconds} s on 1 thread, then ${ceilingSeconds} s on 2 threads…`);
     const before = machineTicks();
     const singleThread = await singleThreadCeiling(config, embedderId, texts, ceilingSeconds);
-    const twoThreads = await multiThreadCeiling(dataDir, embedderId, texts, ceilingSeconds, 2);
+    const twoThreads = await multiThreadCeiling(config, embedderId, texts, ceilingSeconds, 2);
     ceiling = { embedderId, singleThread, twoThreads, stealPct: stealPctBetween(before, machineTicks()) };
   }
 
@@ -480,7 +480,7 @@ async function main(): Promise<number> {
   if (ceiling) {
     const c = ceiling;
     console.log(
-      `\nembedding-only ceiling (${c.embedderId}, no HTTP or search): ${r1(c.singleThread.perSecond)} queries/s on 1 thread, ${r1(c.twoThreads.perSecond)} queries/s on 2 threads (each serving process embeds sequentially on its main thread); steal ${c.stealPct ?? "–"} %`,
+      `\nembedding-only ceiling (${c.embedderId}, no HTTP or search, ${c.singleThread.batch === 1 ? "one query per call" : `${c.singleThread.batch} queries per call, as the core batches them`}): ${r1(c.singleThread.perSecond)} queries/s on 1 thread, ${r1(c.twoThreads.perSecond)} queries/s on 2 threads (each serving process embeds on its main thread); steal ${c.stealPct ?? "–"} %`,
     );
     for (const r of results) console.log(`  ${r.scenario}: ${(r.total as Summary).rps} RPS = ${r.ceilingRatio} × the ${machineCeiling!.threads}-thread ceiling (one thread per serving process)`);
   } else {
@@ -520,7 +520,7 @@ async function main(): Promise<number> {
         serverProcesses,
         serverBalancing,
         ceiling: ceiling ?? { note: ceilingNote },
-        ceilingRatioUses: `${machineCeiling?.threads ?? 1} thread(s): one per serving process, each embedding sequentially on its main thread`,
+        ceilingRatioUses: `${machineCeiling?.threads ?? 1} thread(s): one per serving process, each embedding on its main thread, ${machineCeiling?.batch ?? 1} queries per call`,
         transportCeiling: transport === null ? null : { ...transport, stealPct: transportStealPct },
         targets,
       },
