@@ -33,9 +33,10 @@ const SERVICE_METRICS = [
   "grpc_server_handled_total",
   "credits_refunded_micros_total",
   "serving_processes",
+  "search_query_embed_batch_size",
 ];
 const RUNTIME_METRICS = ["process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds", "nodejs_eventloop_lag_p99_seconds", "nodejs_gc_duration_seconds", "up"];
-const HISTOGRAMS = new Set(["http_request_duration_seconds", "grpc_server_handling_seconds", "search_stage_duration_seconds", "nodejs_gc_duration_seconds"]);
+const HISTOGRAMS = new Set(["http_request_duration_seconds", "grpc_server_handling_seconds", "search_stage_duration_seconds", "search_query_embed_batch_size", "nodejs_gc_duration_seconds"]);
 const KNOWN_METRICS = new Set([...SERVICE_METRICS, ...RUNTIME_METRICS]);
 
 /** The metric a series name belongs to (histogram series carry _bucket, _count, _sum). */
