@@ -232,7 +232,8 @@ async function main(): Promise<void> {
   setLogLevel("warn");
   const nQueries = Number(values.queries);
   if (!Number.isInteger(nQueries) || nQueries < 1) throw new Error("--queries must be a positive integer");
-  let dataDir = path.resolve(values["data-dir"] ?? "./data");
+  // Like bench:search and eval: --data-dir, else DATA_DIR, else ./data (a synthetic run without --data-dir uses a temp dir).
+  let dataDir = path.resolve(values["data-dir"] ?? process.env.DATA_DIR ?? "./data");
   let tempDir: string | null = null;
   let buildSeconds: number | null = null;
   if (values["build-only"]) {
