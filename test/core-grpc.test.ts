@@ -608,13 +608,9 @@ describe("query embeddings of searches that arrive together", () => {
     assert.equal(batchesQueries("use-lite@0.2.0", 1), false);
     assert.equal(loadConfig(coreEnv()).embedder.queryMaxBatch, 32);
     assert.throws(() => loadConfig(coreEnv({ QUERY_EMBED_MAX_BATCH: "0" })), /QUERY_EMBED_MAX_BATCH/);
-    assert.throws(() => new SearchEngine({ store: refStore, loadEmbedder: async () => recordingNever(), queryEmbedMaxBatch: 0 }), /queryEmbedMaxBatch/);
+    assert.throws(() => new SearchEngine({ store: refStore, loadEmbedder: () => Promise.reject(new Error("never loaded")), queryEmbedMaxBatch: 0 }), /queryEmbedMaxBatch/);
   });
 });
-
-function recordingNever(): Embedder {
-  throw new Error("not loaded");
-}
 
 describe("rerank enabled (RERANKER=local)", () => {
   let rcore: CoreHandle;

@@ -10,6 +10,7 @@
  * before any I/O callback runs, and a search that arrives alone is embedded at once.
  */
 import { ErrorCode, ReposearchError } from "../common/errors.js";
+import { TurnBatch } from "../common/turn-batch.js";
 import type { Embedder } from "./types.js";
 
 export interface BatchingEmbedderOptions {
@@ -30,8 +31,7 @@ export class BatchingEmbedder implements Embedder {
   readonly dims: number;
   readonly domainAdapted?: boolean;
   readonly maxBatch: number;
-  private queue: Pending[] = [];
-  private scheduled = false;
+  private readonly pending = new TurnBatch<Pending>((queue) => this.flush(queue), queueMicrotask);
 
   constructor(
     readonly inner: Embedder,
@@ -48,12 +48,7 @@ export class BatchingEmbedder implements Embedder {
 
   embed(texts: readonly string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return Promise.resolve([]);
-    return new Promise<Float32Array[]>((resolve, reject) => {
-      this.queue.push({ texts, resolve, reject });
-      if (this.scheduled) return;
-      this.scheduled = true;
-      queueMicrotask(() => this.flush());
-    });
+    return new Promise<Float32Array[]>((resolve, reject) => this.pending.push({ texts, resolve, reject }));
   }
 
   close(): Promise<void> {
@@ -61,10 +56,7 @@ export class BatchingEmbedder implements Embedder {
   }
 
   /** Sends the waiting requests in calls of at most maxBatch texts; a request never spans two calls. */
-  private flush(): void {
-    this.scheduled = false;
-    const queue = this.queue;
-    this.queue = [];
+  private flush(queue: readonly Pending[]): void {
     let group: Pending[] = [];
     let size = 0;
     for (const p of queue) {
