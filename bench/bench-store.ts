@@ -98,6 +98,7 @@ function payloadFromRaw(raw: Record<string, unknown>, category: Category | null)
     readme: (raw.readme as string | null) ?? null,
     tree: (raw.tree as string[] | null) ?? null,
     llmsTxtPaths: (raw.llmsTxtPaths as string[] | null) ?? null,
+    aliases: [], aliasKeys: [], anchor: null, mentions: 0,
     lastSeen: (raw.lastSeen as string | null) ?? null,
     languageLc: language?.toLowerCase() ?? null,
     category,

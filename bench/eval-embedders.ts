@@ -3,9 +3,8 @@
  * models WITHOUT building an index. Every repository of the dataset (deduplicated as the indexer does) is
  * embedded with each model and ranked brute force (exact, 204k × 128 dot products per query):
  *
- *   - "cosine": the pure dense ranking (comparable with plain BM25: no priors);
- *   - "+priors": the engine's DENSE_CANDIDATES best by cosine fused with its default priors (stars, query language),
- *     i.e. what `npm run eval`'s dense-only row measures, minus HNSW's approximation.
+ *   - "cosine": the pure dense ranking (comparable with plain BM25: no priors), i.e. what `npm run eval`'s
+ *     "cosine alone" row measures, minus HNSW's approximation and the service's filters.
  *
  * `--teacher-slice N` also ranks a slice of N repositories (every judged one plus a seeded random fill, as
  * `npm run eval -- --teacher-slice N` picks it) with each model and with the teacher, USE-lite.
@@ -18,18 +17,15 @@ import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig, projectRoot } from "../src/config/config.js";
-import { DENSE_CANDIDATES, fuse, fusionWeights } from "../src/core/engine.js";
-import { understandQuery } from "../src/core/query.js";
-import { openSource, readDataset } from "../src/dataset/reader.js";
-import { isNewer } from "../src/dataset/normalize.js";
-import type { RepoPayload, RepoRecord } from "../src/dataset/record.js";
+import { readUniqueRecords } from "../src/dataset/reader.js";
+import type { RepoRecord } from "../src/dataset/record.js";
 import { EmbedPool } from "../src/embed/pool.js";
 import { embedTokenized, readStaticModel, tokenizeTexts, vocabIndex, type TokenizedTexts } from "../src/embed/train.js";
 import { topKDot } from "../src/eval/brute-force.js";
 import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from "../src/eval/metrics.js";
+import { prepareCorpus } from "../src/corpus/prepare.js";
 import { embeddingText } from "../src/indexer/doc-text.js";
 import { staticModelsRoot } from "../src/indexer/static-model.js";
-import type { ScoredPoint } from "../src/store/types.js";
 
 const { values } = parseArgs({
   options: {
@@ -69,15 +65,9 @@ async function modelDirs(): Promise<string[]> {
   return names.filter((n) => existsSync(path.join(root, n, "model.json"))).sort().map((n) => path.join(root, n));
 }
 
-async function loadRecords(): Promise<RepoRecord[]> {
+async function loadRecords(): Promise<readonly RepoRecord[]> {
   if (!config.dataset) throw new Error("no dataset: pass --dataset PATH or set DATASET");
-  const byKey = new Map<string, RepoRecord>();
-  for await (const it of readDataset(await openSource(config.dataset))) {
-    if (it.kind !== "record") continue;
-    const prev = byKey.get(it.record.key);
-    if (!prev || isNewer(it.record, prev)) byKey.set(it.record.key, it.record);
-  }
-  return [...byKey.values()];
+  return prepareCorpus((await readUniqueRecords(config.dataset)).records).records;
 }
 
 function fmt(r: Row): string {
@@ -85,45 +75,28 @@ function fmt(r: Row): string {
   return `| ${r.model} | ${r.ranking} | ${m.ndcg10.toFixed(3)} | ${m.recall10.toFixed(3)} | ${m.recall50.toFixed(3)} | ${m.mrr.toFixed(3)} |`;
 }
 
-/** Ranks `records` for each query with vectors `docs`; both the pure cosine and the +priors variant. */
+/** Ranks `records` for each query by cosine with vectors `docs`. */
 function rank(
   model: string,
   docs: Float32Array,
   dims: number,
   records: readonly RepoRecord[],
   qs: readonly { id: string; query: string; rel: Set<string>; vec: Float32Array }[],
-  withPriors: boolean,
 ): Row[] {
   const t0 = performance.now();
   const cos: QueryMetrics[] = [];
-  const pri: QueryMetrics[] = [];
-  const lists = [new Map<string, QueryMetrics[]>(), new Map<string, QueryMetrics[]>()];
+  const lists = new Map<string, QueryMetrics[]>();
   for (const q of qs) {
-    const top = topKDot(docs, dims, q.vec, Math.max(50, DENSE_CANDIDATES));
+    const top = topKDot(docs, dims, q.vec, 50);
     const keys = Array.from(top.rows.subarray(0, 50), (i) => records[i]!.key);
     const mc = scoreRanking(keys, q.rel);
     cos.push(mc);
     const l = listOf(q.id);
-    lists[0]!.set(l, [...(lists[0]!.get(l) ?? []), mc]);
-    if (withPriors) {
-      const dense: ScoredPoint[] = Array.from(top.rows.subarray(0, DENSE_CANDIDATES), (i, k) => {
-        const r = records[i]!;
-        const payload: RepoPayload = { ...r, languageLc: r.language?.toLowerCase() ?? null, category: null, hash: "" };
-        return { id: r.key, score: top.scores[k]!, payload };
-      });
-      // The base profile for every model, so "+priors" compares models under the same fusion
-      // (docs/embeddings.md's table was measured so).
-      const fused = fuse(null, dense, understandQuery(q.query), fusionWeights("base"));
-      const mp = scoreRanking(fused.slice(0, 50).map((c) => c.payload.key), q.rel);
-      pri.push(mp);
-      lists[1]!.set(l, [...(lists[1]!.get(l) ?? []), mp]);
-    }
+    lists.set(l, [...(lists.get(l) ?? []), mc]);
   }
   const seconds = (performance.now() - t0) / 1000;
-  const perList = (m: Map<string, QueryMetrics[]>) => Object.fromEntries([...m].map(([k, v]) => [k, meanMetrics(v).ndcg10]));
-  const rows: Row[] = [{ model, ranking: "cosine", corpus: records.length, queries: qs.length, metrics: meanMetrics(cos), perList: perList(lists[0]!), seconds }];
-  if (withPriors) rows.push({ model, ranking: "+priors", corpus: records.length, queries: qs.length, metrics: meanMetrics(pri), perList: perList(lists[1]!), seconds });
-  return rows;
+  const perList = Object.fromEntries([...lists].map(([k, v]) => [k, meanMetrics(v).ndcg10]));
+  return [{ model, ranking: "cosine", corpus: records.length, queries: qs.length, metrics: meanMetrics(cos), perList, seconds }];
 }
 
 async function main(): Promise<void> {
@@ -177,12 +150,12 @@ async function main(): Promise<void> {
     const docVecs = embedTokenized(model.vectors, d, tok.docs);
     const qVecs = embedTokenized(model.vectors, d, tok.queries);
     const vecOf = new Map(all.map((q, i) => [q.id, qVecs.subarray(i * d, (i + 1) * d)]));
-    const got = rank(name, docVecs, d, records, queries.map((q) => ({ ...q, vec: vecOf.get(q.id)! })), true);
+    const got = rank(name, docVecs, d, records, queries.map((q) => ({ ...q, vec: vecOf.get(q.id)! })));
     rows.push(...got);
     if (sliceSize > 0) {
       const sliceVecs = new Float32Array(sliceIdx.length * d);
       sliceIdx.forEach((i, k) => sliceVecs.set(docVecs.subarray(i * d, (i + 1) * d), k * d));
-      sliceRows.push(...rank(name, sliceVecs, d, sliceRecords, sliceQueries.map((q) => ({ ...q, vec: vecOf.get(q.id)! })), false));
+      sliceRows.push(...rank(name, sliceVecs, d, sliceRecords, sliceQueries.map((q) => ({ ...q, vec: vecOf.get(q.id)! }))));
     }
     console.error(`${name}: ${((performance.now() - te) / 1000).toFixed(1)}s`);
     for (const r of got) console.error(fmt(r));
@@ -198,7 +171,7 @@ async function main(): Promise<void> {
       };
       const docVecs = flat(await teacher.embed(sliceRecords.map((r) => embeddingText(r))));
       const qVecs = await teacher.embed(sliceQueries.map((q) => q.query));
-      sliceRows.push(...rank(`${teacher.id} (teacher)`, docVecs, d, sliceRecords, sliceQueries.map((q, i) => ({ ...q, vec: qVecs[i]! })), false));
+      sliceRows.push(...rank(`${teacher.id} (teacher)`, docVecs, d, sliceRecords, sliceQueries.map((q, i) => ({ ...q, vec: qVecs[i]! }))));
     } finally {
       await teacher.close();
     }

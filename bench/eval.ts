@@ -1,135 +1,451 @@
 /**
- * `npm run eval`: dev.jsonl through the published index. Prints nDCG@10, Recall@10, Recall@50 and MRR for
- * lexical-only (BM25F) and dense-only retrieval, searched with no filters (all categories, archived
- * included, as the eval README prescribes), and writes results/eval.json.
+ * `npm run eval`: search quality on the published index, written to results/eval.json.
  *
- * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on the same slice of
- * N repositories (every judged repository plus a seeded random fill), because the teacher is far too slow
- * to embed the whole dataset (see README, "Embedders").
+ * Two query sets:
+ *   - dev.jsonl (../shared/eval): curated-list sections, judged by the repositories each list names;
+ *     searched with every category and archived repositories included, as the eval README prescribes.
+ *     nDCG@10, Recall@10/@50 and MRR, overall and per list.
+ *   - the head set (bench/head-queries.jsonl, method in bench/head-queries.md): everyday queries and
+ *     the projects an experienced engineer names first; searched with the default filters. hit@k =
+ *     share of queries with a named answer in the top k.
+ * Judged names are mapped to the index's canonical records: a project merged from several names (see
+ * src/corpus/dedup.ts) is judged relevant when any of its names is.
+ *
+ * Rows: the shipped ranker through the full search path (with latency), BM25F order and cosine order of
+ * the same candidate pools (the retrievers alone), the ranker without query understanding, and the ranker
+ * plus rerank. It also reports each pool's recall (the best any ranking of it could find) and counts
+ * duplicate projects in the result lists.
+ *
+ * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
+ * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
+ * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure).
+ *
+ * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on a slice of N
+ * repositories, because the teacher is far too slow to embed the whole dataset (see docs/embeddings.md).
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig, projectRoot } from "../src/config/config.js";
-import { openSource, readDataset } from "../src/dataset/reader.js";
-import type { RepoRecord } from "../src/dataset/record.js";
-import { loadQueryEmbedder } from "../src/embed/factory.js";
-import { EmbedPool } from "../src/embed/pool.js";
-import type { Embedder } from "../src/embed/types.js";
-import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from "../src/eval/metrics.js";
-import { embeddingText } from "../src/indexer/doc-text.js";
-import { embeddedStoreFromConfig } from "../src/store/embedded/store.js";
-import type { ScoredPoint } from "../src/store/types.js";
-import { DENSE_CANDIDATES, fuse, fusionProfileFor, fusionWeights, LEXICAL_CANDIDATES, SearchEngine, type FusionProfile, type FusionWeights } from "../src/core/engine.js";
-import { understandQuery } from "../src/core/query.js";
+import { descriptionWords } from "../src/corpus/dedup.js";
+import { prepareCorpus } from "../src/corpus/prepare.js";
+import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "../src/core/engine.js";
+import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
+import { understandQuery, type QueryUnderstanding } from "../src/core/query.js";
+import { FEATURE_COUNT, FEATURES } from "../src/core/rank/features.js";
+import { DEFAULT_LAMBDAMART_PARAMS } from "../src/core/rank/lambdamart.js";
+import { DEFAULT_LINEAR_PARAMS } from "../src/core/rank/linear.js";
+import { loadRankerModel, rankerModel, toModelFile, type RankerModel } from "../src/core/rank/model.js";
 import { createReranker } from "../src/core/rerank/factory.js";
 import { createLocalReranker } from "../src/core/rerank/local.js";
-import type { Reranker } from "../src/core/rerank/types.js";
+import type { SearchFilters } from "../src/core/types.js";
+import { readUniqueRecords } from "../src/dataset/reader.js";
+import type { RepoRecord } from "../src/dataset/record.js";
+import { EmbedPool } from "../src/embed/pool.js";
+import { loadQueryEmbedder } from "../src/embed/factory.js";
+import type { Embedder } from "../src/embed/types.js";
+import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from "../src/eval/metrics.js";
+import { balanceSets, crossValidate, DEFAULT_RANKER_PARAMS, trainRanker, type JudgedPool, type RankerParams } from "../src/eval/train-ranker.js";
+import { embeddingText } from "../src/indexer/doc-text.js";
+import { embeddedStoreFromConfig } from "../src/store/embedded/store.js";
 
 const { values } = parseArgs({
-  options: { "data-dir": { type: "string" }, queries: { type: "string" }, "teacher-slice": { type: "string" }, tune: { type: "boolean" }, "write-fusion": { type: "boolean" } },
+  options: {
+    "data-dir": { type: "string" },
+    queries: { type: "string" },
+    head: { type: "string" },
+    "teacher-slice": { type: "string" },
+    tune: { type: "boolean" },
+    "no-write": { type: "boolean" },
+    trees: { type: "string" },
+    "learning-rate": { type: "string" },
+    "max-depth": { type: "string" },
+    "min-leaf": { type: "string" },
+  },
 });
 const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}) });
-const queriesFile = values.queries ?? path.resolve(projectRoot, "..", "shared", "eval", "dev.jsonl");
+const devFile = values.queries ?? path.resolve(projectRoot, "..", "shared", "eval", "dev.jsonl");
+const headFile = values.head ?? path.join(projectRoot, "bench", "head-queries.jsonl");
+/** The eval README's filters for curated-list queries; head queries use the service's defaults. */
+const DEV_FILTERS: SearchFilters = { categories: [], excludeArchived: false };
+const HEAD_FILTERS: SearchFilters = {};
+const HEAD_FOLDS = 10;
 
-interface Row {
-  method: string;
-  metrics: QueryMetrics;
-  p50Ms: number;
-  p99Ms?: number;
-  queries: number;
+interface Judged {
+  readonly id: string;
+  readonly set: "dev" | "head";
+  readonly list: string;
+  readonly query: string;
+  /** Canonical keys of the judged repositories present in the index. */
+  readonly relevant: ReadonlySet<string>;
+  readonly filters: SearchFilters;
 }
 
-/** The curated list a dev query was judged by: its id without the trailing counter. */
-function listOf(id: string): string {
-  return id.replace(/-\d+$/, "");
+interface HeadMetrics {
+  hit1: number;
+  hit3: number;
+  hit10: number;
+  mrr: number;
 }
 
-function engineFor(retrievers: { lexical: boolean; dense: boolean }, fusion: FusionWeights, reranker: Reranker | null, understanding = true): SearchEngine {
-  return SearchEngine.fromConfig(config, storeRef!, { retrievers, fusion, reranker, rerankTimeoutMs: 10_000, understanding });
-}
-let storeRef: Awaited<ReturnType<typeof embeddedStoreFromConfig>> | null = null;
-
-
-/**
- * Fusion-weight search with leave-one-list-out cross-validation: for each curated list, weights are
- * fitted on the other lists' queries and scored on the held-out list, so no list judges its own fit.
- */
-async function tune(store: Awaited<ReturnType<typeof embeddedStoreFromConfig>>, embedder: Embedder, profile: FusionProfile, queries: { id: string; query: string; rel: Set<string> }[]): Promise<void> {
-  const cached = [] as { list: string; rel: Set<string>; lex: ScoredPoint[]; dense: ScoredPoint[]; u: ReturnType<typeof understandQuery> }[];
-  for (const q of queries) {
-    const [v] = await embedder.embed([q.query]);
-    cached.push({
-      list: listOf(q.id),
-      rel: q.rel,
-      lex: await store.lexicalSearch({ text: q.query, limit: LEXICAL_CANDIDATES }),
-      dense: await store.denseSearch({ vector: v!, limit: DENSE_CANDIDATES }),
-      u: understandQuery(q.query),
-    });
-  }
-  const grid: FusionWeights[] = [];
-  for (const dense of [0, 0.03, 0.06, 0.1, 0.15, 0.25, 0.35, 0.5])
-    for (const stars of [0.2, 0.3, 0.45, 0.6])
-      for (const language of [0.05, 0.1, 0.2])
-        for (const category of [0, 0.05]) grid.push({ lexical: 1, dense, stars, language, category });
-  const score = (w: FusionWeights, subset: typeof cached) =>
-    meanMetrics(subset.map((c) => scoreRanking(fuse(c.lex, c.dense, c.u, w).slice(0, 50).map((x) => x.payload.key), c.rel)));
-  const lists = [...new Set(cached.map((c) => c.list))];
-  const heldOut: QueryMetrics[] = [];
-  for (const list of lists) {
-    const train = cached.filter((c) => c.list !== list);
-    let best = grid[0]!;
-    let bestN = -1;
-    for (const w of grid) {
-      const n = score(w, train).ndcg10;
-      if (n > bestN) [best, bestN] = [w, n];
-    }
-    const test = cached.filter((c) => c.list === list);
-    const m = score(best, test);
-    for (const _ of test) heldOut.push(m);
-    console.log(`  held-out ${list}: nDCG@10 ${m.ndcg10.toFixed(3)} with ${JSON.stringify(best)}`);
-  }
-  let best = grid[0]!;
-  let bestN = -1;
-  for (const w of grid) {
-    const n = score(w, cached).ndcg10;
-    if (n > bestN) [best, bestN] = [w, n];
-  }
-  const heldOutN = meanMetrics(heldOut).ndcg10;
-  console.log(`tune: leave-one-list-out nDCG@10 ${heldOutN.toFixed(3)} (query-weighted); fit on all: ${bestN.toFixed(3)} with ${JSON.stringify(best)}; current ${profile} profile ${score(fusionWeights(profile), cached).ndcg10.toFixed(3)}`);
-  if (values["write-fusion"]) {
-    const file = path.join(projectRoot, "src", "core", "fusion-weights.json");
-    const info = await store.info();
-    // Only the profile of this index's embedder is refitted; the other keeps its own fit.
-    const doc = JSON.parse(await readFile(file, "utf8")) as { profiles: Record<string, Record<string, unknown>> };
-    doc.profiles[profile] = {
-      ...doc.profiles[profile],
-      fittedOn: `${path.relative(projectRoot, queriesFile)} (${queries.length} queries, ${lists.length} curated lists), ${info.count.toLocaleString("en-US")}-repository index, embedder ${info.embedderId}`,
-      fittedAt: new Date().toISOString().slice(0, 10),
-      heldOutNdcg10: Math.round(heldOutN * 1000) / 1000,
-      weights: best,
-    };
-    await writeFile(file, JSON.stringify(doc, null, 2) + "\n");
-    console.log(`wrote profile ${profile} of ${path.relative(process.cwd(), file)} (rebuild to use it)`);
-  }
+function headMetrics(ranked: readonly string[], relevant: ReadonlySet<string>): HeadMetrics {
+  const at = ranked.findIndex((k) => relevant.has(k));
+  return { hit1: at === 0 ? 1 : 0, hit3: at >= 0 && at < 3 ? 1 : 0, hit10: at >= 0 && at < 10 ? 1 : 0, mrr: at >= 0 ? 1 / (at + 1) : 0 };
 }
 
-function pct(xs: number[], p: number): number {
+function meanHead(ms: readonly HeadMetrics[]): HeadMetrics {
+  const n = Math.max(1, ms.length);
+  const s = { hit1: 0, hit3: 0, hit10: 0, mrr: 0 };
+  for (const m of ms) for (const k of Object.keys(s) as (keyof HeadMetrics)[]) s[k] += m[k];
+  for (const k of Object.keys(s) as (keyof HeadMetrics)[]) s[k] /= n;
+  return s;
+}
+
+/** A head query's fold: a stable tenth of the head set by its id. */
+function headFold(id: string): number {
+  let h = 0;
+  for (let i = 0; i < id.length; i++) h = (Math.imul(h, 31) + id.charCodeAt(i)) >>> 0;
+  return h % HEAD_FOLDS;
+}
+
+interface Run {
+  readonly name: string;
+  /** Query id → keys best first (top 50). */
+  readonly rankings: Map<string, readonly string[]>;
+  readonly times?: number[];
+}
+
+interface RunSummary {
+  readonly method: string;
+  readonly dev: QueryMetrics;
+  readonly head: HeadMetrics;
+  readonly p50Ms?: number;
+  readonly p99Ms?: number;
+}
+
+function pct(xs: readonly number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
 }
 
-function printTable(title: string, rows: Row[]): void {
-  console.log(`\n${title}\n| method | nDCG@10 | Recall@10 | Recall@50 | MRR | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|`);
+function summarize(run: Run, judged: readonly Judged[]): RunSummary & { perList: Record<string, number> } {
+  const dev: QueryMetrics[] = [];
+  const head: HeadMetrics[] = [];
+  const lists = new Map<string, QueryMetrics[]>();
+  for (const q of judged) {
+    const ranked = run.rankings.get(q.id) ?? [];
+    if (q.set === "dev") {
+      const m = scoreRanking(ranked, q.relevant);
+      dev.push(m);
+      lists.set(q.list, [...(lists.get(q.list) ?? []), m]);
+    } else head.push(headMetrics(ranked, q.relevant));
+  }
+  const perList = Object.fromEntries([...lists].map(([l, ms]) => [l, meanMetrics(ms).ndcg10]));
+  return {
+    method: run.name,
+    dev: meanMetrics(dev),
+    head: meanHead(head),
+    ...(run.times ? { p50Ms: pct(run.times, 50), p99Ms: pct(run.times, 99) } : {}),
+    perList,
+  };
+}
+
+function printRuns(title: string, rows: readonly RunSummary[]): void {
+  console.log(`\n${title}`);
+  console.log("| method | dev nDCG@10 | dev R@10 | dev R@50 | dev MRR | head hit@1 | head hit@3 | head hit@10 | head MRR | p50 ms | p99 ms |");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|");
   for (const r of rows) {
-    const m = r.metrics;
-    console.log(`| ${r.method} | ${m.ndcg10.toFixed(3)} | ${m.recall10.toFixed(3)} | ${m.recall50.toFixed(3)} | ${m.mrr.toFixed(3)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms?.toFixed(2) ?? "–"} |`);
+    const d = r.dev;
+    const h = r.head;
+    console.log(
+      `| ${r.method} | ${d.ndcg10.toFixed(3)} | ${d.recall10.toFixed(3)} | ${d.recall50.toFixed(3)} | ${d.mrr.toFixed(3)} | ` +
+        `${h.hit1.toFixed(3)} | ${h.hit3.toFixed(3)} | ${h.hit10.toFixed(3)} | ${h.mrr.toFixed(3)} | ${r.p50Ms?.toFixed(2) ?? "–"} | ${r.p99Ms?.toFixed(2) ?? "–"} |`,
+    );
   }
 }
 
-/** Brute-force dense ranking over a small in-memory slice. */
-async function sliceEval(name: string, embedder: Embedder, slice: RepoRecord[], queries: { query: string; rel: Set<string> }[]): Promise<Row> {
+/** The identity dedup merges by (repository part, description words): two results sharing it are one project. */
+function projectIdentity(name: string, description: string | null): string | null {
+  const words = description ? descriptionWords(description) : [];
+  return words.length ? `${name.slice(name.indexOf("/") + 1).toLowerCase()}\n${words.join(" ")}` : null;
+}
+
+async function main(): Promise<void> {
+  const store = await embeddedStoreFromConfig(config);
+  const info = await store.info();
+  const seg = store.currentSegment();
+  if (!info.version || !info.embedderId || !seg) throw new Error(`no published index in ${config.dataDir}: run \`npm start\` or \`npx reposearch index\` first`);
+  console.log(`index ${info.version}: ${info.count.toLocaleString("en-US")} repositories, ${info.embedderId}`);
+
+  // Judged names → canonical keys: a key the index holds, or an alias of one.
+  const canonical = new Map<string, string>();
+  const identity = new Map<string, string | null>();
+  for (const p of seg.payloads) {
+    canonical.set(p.key, p.key);
+    for (const a of p.aliasKeys) if (!canonical.has(a)) canonical.set(a, p.key);
+    identity.set(p.key, projectIdentity(p.name, p.description));
+  }
+  const toCanonical = (keys: readonly string[]) => new Set(keys.flatMap((k) => (canonical.has(k) ? [canonical.get(k)!] : [])));
+  const judged: Judged[] = [];
+  for (const q of await loadEvalQueries(devFile)) {
+    const relevant = toCanonical(q.relevant);
+    if (relevant.size) judged.push({ id: q.id, set: "dev", list: q.id.replace(/-\d+$/, ""), query: q.query, relevant, filters: DEV_FILTERS });
+  }
+  const headLines = (await readFile(headFile, "utf8")).split("\n").filter((l) => l.trim());
+  for (const line of headLines) {
+    const q = JSON.parse(line) as { id: string; query: string; answers: string[] };
+    const relevant = toCanonical(q.answers);
+    if (relevant.size) judged.push({ id: q.id, set: "head", list: "head", query: q.query, relevant, filters: HEAD_FILTERS });
+  }
+  const devCount = judged.filter((q) => q.set === "dev").length;
+  console.log(`${devCount} dev queries (judged repositories in the index), ${judged.length - devCount} head queries`);
+
+  const reranker = (await createReranker(config, { local: async () => createLocalReranker() })) ?? createLocalReranker();
+  // Candidate pools with features, as the core builds them (pools need no ranker: a neutral one, so
+  // that --tune works whatever the shipped model file holds).
+  const neutral = rankerModel({ mean: FEATURES.map(() => 0), scale: FEATURES.map(() => 1), weights: FEATURES.map(() => 0) }, []);
+  const poolEngine = SearchEngine.fromConfig(config, store, { reranker: null, ranker: neutral });
+  await poolEngine.sync();
+  const pools = new Map<string, CandidatePool>();
+  const poolsNoU = new Map<string, CandidatePool>();
+  const noUnderstanding: QueryUnderstanding = { language: null, categories: [], notes: [] };
+  const now = new Date();
+  for (const q of judged) {
+    const filter = toStoreFilter(applyFilterDefaults(q.filters), now);
+    pools.set(q.id, await poolEngine.pool(q.query, filter, understandQuery(q.query)));
+    poolsNoU.set(q.id, await poolEngine.pool(q.query, filter, noUnderstanding));
+  }
+  await poolEngine.close();
+
+  // --tune: train (cross-validated) first, then measure the new model; otherwise the shipped one.
+  let tuning: { summary: Record<string, unknown>; model: RankerModel } | null = null;
+  if (values.tune) tuning = await tune(judged, pools, info);
+  const ranker = tuning?.model ?? shippedRanker();
+  const engine = SearchEngine.fromConfig(config, store, { reranker: null, ranker });
+  const rerankEngine = SearchEngine.fromConfig(config, store, { reranker, rerankTimeoutMs: 10_000, ranker });
+  await engine.sync();
+  await rerankEngine.sync();
+
+  // The default path end to end (latency included), then orderings of the same pools.
+  const shippedRun: Run = { name: "ranker (default, full search path)", rankings: new Map(), times: [] };
+  for (const q of judged) {
+    const t0 = performance.now();
+    const res = await engine.search({ query: q.query, limit: 50, filters: q.filters });
+    shippedRun.times!.push(performance.now() - t0);
+    shippedRun.rankings.set(q.id, res.results.map((r) => r.name.toLowerCase()));
+  }
+  const order = (name: string, by: (p: CandidatePool) => readonly string[]): Run => ({ name, rankings: new Map(judged.map((q) => [q.id, by(pools.get(q.id)!).slice(0, 50)])) });
+  const lexicalRun = order("BM25F alone (lexical list order)", (p) =>
+    p.candidates.filter((c) => c.lexicalRank !== null).sort((a, b) => a.lexicalRank! - b.lexicalRank!).map((c) => c.payload.key),
+  );
+  const denseRun = order(`cosine alone (dense list order, ${info.embedderId})`, (p) =>
+    p.candidates.filter((c) => c.denseRank !== null).sort((a, b) => a.denseRank! - b.denseRank!).map((c) => c.payload.key),
+  );
+  const noURun: Run = { name: "ranker − query understanding", rankings: new Map(judged.map((q) => [q.id, rankPool(poolsNoU.get(q.id)!, ranker).slice(0, 50).map((c) => c.payload.key)])) };
+  const rerankRun: Run = { name: `ranker + rerank (${reranker.id})`, rankings: new Map(), times: [] };
+  for (const q of judged) {
+    const t0 = performance.now();
+    const res = await rerankEngine.search({ query: q.query, limit: 50, filters: q.filters });
+    rerankRun.times!.push(performance.now() - t0);
+    rerankRun.rankings.set(q.id, res.results.map((r) => r.name.toLowerCase()));
+  }
+  // Canonical names in result lists are keys already; map any stray alias the same way as judgements.
+  const runs = [shippedRun, lexicalRun, denseRun, noURun, rerankRun].map((r) => summarize(r, judged));
+  printRuns(`dev.jsonl (${devCount} queries, every category, archived included) and head set (${judged.length - devCount} queries, default filters)`, runs);
+
+  // Pool recall: what any ordering of the candidates could reach.
+  const devRecall: number[] = [];
+  let headInPool = 0;
+  let headQueries = 0;
+  for (const q of judged) {
+    const keys = new Set(pools.get(q.id)!.candidates.map((c) => c.payload.key));
+    const found = [...q.relevant].filter((k) => keys.has(k)).length;
+    if (q.set === "dev") devRecall.push(found / q.relevant.size);
+    else {
+      headQueries++;
+      if (found > 0) headInPool++;
+    }
+  }
+  const poolSizes = [...pools.values()].map((p) => p.candidates.length);
+  const poolRecall = { devRecall: devRecall.reduce((a, b) => a + b, 0) / devRecall.length, headAnswerInPool: headInPool / headQueries, meanPoolSize: poolSizes.reduce((a, b) => a + b, 0) / poolSizes.length };
+  console.log(`\ncandidate pool: mean ${poolRecall.meanPoolSize.toFixed(0)} candidates; dev recall ${poolRecall.devRecall.toFixed(3)}; head queries with an answer in the pool ${poolRecall.headAnswerInPool.toFixed(3)}`);
+
+  // Duplicate projects in result lists: two results with the same repository part and description
+  // (the identity dedup merges by; the groups it leaves alone as generic are listed, not hidden).
+  let dupPairs = 0;
+  let listsWithDup = 0;
+  let listsChecked = 0;
+  const dupExamples = new Set<string>();
+  for (const run of [shippedRun, rerankRun]) {
+    for (const ranked of run.rankings.values()) {
+      listsChecked++;
+      const seen = new Map<string, string>();
+      let dup = 0;
+      for (const k of ranked) {
+        const id = identity.get(k) ?? null;
+        if (id === null) continue;
+        const first = seen.get(id);
+        if (first !== undefined) {
+          dup++;
+          dupExamples.add(`${first} = ${k}`);
+        } else seen.set(id, k);
+      }
+      dupPairs += dup;
+      if (dup) listsWithDup++;
+    }
+  }
+  console.log(`duplicate projects: ${dupPairs} in ${listsWithDup} of ${listsChecked} result lists (top 50, default and rerank runs)${dupExamples.size ? `: ${[...dupExamples].join("; ")}` : ""}`);
+
+  console.log("\nper-list nDCG@10 (dev)");
+  console.log(`| list | ${runs.map((r) => r.method).join(" | ")} |\n|---|${runs.map(() => "---:").join("|")}|`);
+  for (const list of Object.keys(runs[0]!.perList)) console.log(`| ${list} | ${runs.map((r) => (r.perList[list] ?? 0).toFixed(3)).join(" | ")} |`);
+
+
+  let sliceRows: { method: string; metrics: QueryMetrics }[] = [];
+  const sliceSize = values["teacher-slice"] ? Number(values["teacher-slice"]) : 0;
+  if (sliceSize > 0) sliceRows = await teacherSlice(sliceSize, info.embedderId, judged.filter((q) => q.set === "dev"));
+  await store.close();
+
+  const result = {
+    benchmark: "eval",
+    date: new Date().toISOString(),
+    index: info,
+    devFile,
+    headFile,
+    ranker: ranker.training,
+    runs,
+    poolRecall,
+    duplicates: { pairs: dupPairs, listsWithDuplicates: listsWithDup, listsChecked, examples: [...dupExamples] },
+    tuning: tuning?.summary ?? null,
+    teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null,
+  };
+  await mkdir(path.join(projectRoot, "results"), { recursive: true });
+  await writeFile(path.join(projectRoot, "results", "eval.json"), JSON.stringify(result, null, 2) + "\n");
+}
+
+/** Cross-validated training of the ranker, then the final model (see the module comment). */
+async function tune(
+  judged: readonly Judged[],
+  pools: ReadonlyMap<string, CandidatePool>,
+  info: { version: string | null; count: number; embedderId: string | null },
+): Promise<{ summary: Record<string, unknown>; model: RankerModel }> {
+  const num = (v: string | undefined, d: number) => (v === undefined ? d : Number(v));
+  const base = DEFAULT_RANKER_PARAMS.trees;
+  const params: RankerParams = {
+    linear: DEFAULT_RANKER_PARAMS.linear,
+    trees: {
+      ...base,
+      learningRate: num(values["learning-rate"], base.learningRate!),
+      maxDepth: num(values["max-depth"], base.maxDepth!),
+      minLeafRows: num(values["min-leaf"], base.minLeafRows!),
+    },
+  };
+  const checkpoints = values.trees ? values.trees.split(",").map(Number) : [0, 50, 100, 150, 200, 300];
+  const lists = [...new Set(judged.filter((q) => q.set === "dev").map((q) => q.list))].sort();
+  const training: JudgedPool[] = balanceSets(
+    judged.map((q) => {
+      const pool = pools.get(q.id)!;
+      const keys = pool.candidates.map((c) => c.payload.key);
+      return {
+        id: q.id,
+        set: q.set,
+        // A fold: one curated list and a tenth of the head set.
+        fold: q.set === "dev" ? `fold${String(lists.indexOf(q.list)).padStart(2, "0")}` : `fold${String(headFold(q.id) % lists.length).padStart(2, "0")}`,
+        keys,
+        relevant: q.relevant,
+        features: pool.features,
+        labels: Float32Array.from(keys, (k) => (q.relevant.has(k) ? 1 : 0)),
+      };
+    }),
+  );
+  console.log(`\ntune: ${training.length} queries in ${new Set(training.map((p) => p.fold)).size} folds, params ${JSON.stringify(params)}, tree counts ${checkpoints.join(", ")}`);
+  const t0 = performance.now();
+  const cv = crossValidate(training, params, checkpoints, (fold, i, n) => console.log(`  fold ${i + 1}/${n} (${fold}) at ${((performance.now() - t0) / 1000).toFixed(0)} s`));
+  const curve = checkpoints.map((trees) => {
+    const s = summarize({ name: `${trees} trees`, rankings: cv.get(trees)! }, judged);
+    return { trees, dev: s.dev, head: s.head, perList: s.perList };
+  });
+  console.log("\ncross-validated (each list and head slice ranked by a model that never saw it; 0 trees = the linear part alone)");
+  console.log("| trees | dev nDCG@10 | dev MRR | head hit@3 | head MRR |\n|---|---|---|---|---|");
+  for (const c of curve) console.log(`| ${c.trees} | ${c.dev.ndcg10.toFixed(3)} | ${c.dev.mrr.toFixed(3)} | ${c.head.hit3.toFixed(3)} | ${c.head.mrr.toFixed(3)} |`);
+  // The tree count that does best on both sets held out: dev nDCG@10 plus head MRR.
+  const best = curve.reduce((a, b) => (b.dev.ndcg10 + b.head.mrr > a.dev.ndcg10 + a.head.mrr + 1e-9 ? b : a));
+  console.log(`chosen: ${best.trees} trees`);
+  const finalParams: RankerParams = { linear: params.linear, trees: { ...params.trees, trees: Math.max(1, best.trees) } };
+  const { linear, ensemble } = trainRanker(training, finalParams);
+  const kept = best.trees === 0 ? { featureCount: FEATURE_COUNT, trees: [] } : ensemble;
+  const model = rankerModel(linear, kept.trees);
+  const top = FEATURES.map((f, i) => [f, model.importance[i]!] as const).sort((a, b) => b[1] - a[1]);
+  console.log(`feature importance: ${top.slice(0, 12).map(([f, v]) => `${f} ${(v * 100).toFixed(1)}%`).join(", ")}`);
+  const summary = {
+    trainedOn: {
+      dev: `${path.basename(devFile)}: ${training.filter((p) => p.set === "dev").length} queries, ${lists.length} curated lists`,
+      head: `${path.relative(projectRoot, headFile)}: ${training.filter((p) => p.set === "head").length} queries`,
+      index: `${info.version}, ${info.count} repositories, ${info.embedderId}`,
+      sets: "each set weighs the same in the gradient",
+    },
+    crossValidation: {
+      method: `${lists.length} folds: one curated list plus a tenth of the head set each`,
+      trees: best.trees,
+      devNdcg10: round3(best.dev.ndcg10),
+      devMrr: round3(best.dev.mrr),
+      headHit3: round3(best.head.hit3),
+      headMrr: round3(best.head.mrr),
+      perList: Object.fromEntries(Object.entries(best.perList).map(([k, v]) => [k, round3(v)])),
+    },
+    reproduce: "npm run eval -- --tune",
+  };
+  const treeParams = { ...DEFAULT_LAMBDAMART_PARAMS, ...finalParams.trees, trees: kept.trees.length };
+  const file = toModelFile(linear, { ...DEFAULT_LINEAR_PARAMS, ...finalParams.linear }, kept, treeParams, summary);
+  if (!values["no-write"]) {
+    const out = path.join(projectRoot, "src", "core", "rank", "ranker-model.json");
+    await writeFile(out, JSON.stringify(file) + "\n");
+    console.log(`wrote ${path.relative(process.cwd(), out)} (rebuild to ship it)`);
+  }
+  return {
+    summary: { params: { linear: finalParams.linear, trees: treeParams }, curve, chosen: best.trees, importance: Object.fromEntries(top.map(([f, v]) => [f, round3(v)])) },
+    // Measured as shipped: the file's (rounded) numbers, through the loader the core uses.
+    model: loadRankerModel(JSON.parse(JSON.stringify(file)), "tuned model"),
+  };
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+/** Dense retrieval alone, brute force over an in-memory slice, for the index's embedder and its teacher. */
+async function teacherSlice(size: number, embedderId: string, dev: readonly Judged[]): Promise<{ method: string; metrics: QueryMetrics }[]> {
+  const records: readonly RepoRecord[] = prepareCorpus((await readUniqueRecords(config.dataset!)).records).records;
+  const rel = new Set(dev.flatMap((q) => [...q.relevant]));
+  const slice = records.filter((r) => rel.has(r.key));
+  const rest = records.filter((r) => !rel.has(r.key));
+  let seed = 42;
+  const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 1) / 0x80000000;
+  const picked = new Set<number>();
+  while (slice.length < size && picked.size < rest.length) {
+    const i = Math.floor(rnd() * rest.length);
+    if (!picked.has(i)) {
+      picked.add(i);
+      slice.push(rest[i]!);
+    }
+  }
+  const keys = new Set(slice.map((r) => r.key));
+  const sq = dev.map((q) => ({ query: q.query, rel: new Set([...q.relevant].filter((k) => keys.has(k))) })).filter((q) => q.rel.size > 0);
+  const embedder = await loadQueryEmbedder(config, embedderId);
+  const teacher = await EmbedPool.create({ kind: "use-lite" }, { workers: cpus().length, batchSize: 32 });
+  const rows = [
+    { method: `dense ${embedder.id}`, metrics: await sliceEval(embedder, slice, sq) },
+    { method: `dense ${teacher.id} (teacher)`, metrics: await sliceEval(teacher, slice, sq) },
+  ];
+  await teacher.close();
+  await embedder.close();
+  console.log(`\nsame-slice comparison: ${slice.length} repositories, ${sq.length} queries`);
+  for (const r of rows) console.log(`| ${r.method} | nDCG@10 ${r.metrics.ndcg10.toFixed(3)} | MRR ${r.metrics.mrr.toFixed(3)} |`);
+  return rows;
+}
+
+async function sliceEval(embedder: Embedder, slice: readonly RepoRecord[], queries: readonly { query: string; rel: Set<string> }[]): Promise<QueryMetrics> {
   const docVecs = await embedder.embed(slice.map((r) => embeddingText(r)));
   const qVecs = await embedder.embed(queries.map((q) => q.query));
   const per: QueryMetrics[] = [];
@@ -143,98 +459,7 @@ async function sliceEval(name: string, embedder: Embedder, slice: RepoRecord[], 
     scored.sort((a, b) => b[0] - a[0]);
     per.push(scoreRanking(scored.slice(0, 50).map(([, i]) => slice[i]!.key), queries[qi]!.rel));
   }
-  return { method: name, metrics: meanMetrics(per), p50Ms: 0, queries: queries.length };
-}
-
-async function main(): Promise<void> {
-  const store = await embeddedStoreFromConfig(config);
-  storeRef = store;
-  const info = await store.info();
-  if (!info.version || !info.embedderId) throw new Error(`no published index in ${config.dataDir}: run \`npm start\` or \`npx reposearch index\` first`);
-  const all = await loadEvalQueries(queriesFile);
-  // Only judged repositories present in the index count (eval README).
-  const present = new Set<string>();
-  const judged = [...new Set(all.flatMap((q) => q.relevant))];
-  const { pointIdFor } = await import("../src/common/hash.js");
-  const payloads = await store.retrieve(judged.map((k) => pointIdFor(k)));
-  payloads.forEach((p, i) => p && present.add(judged[i]!));
-  const queries = all.map((q) => ({ ...q, rel: new Set(q.relevant.filter((k) => present.has(k))) })).filter((q) => q.rel.size > 0);
-
-  const embedder = await loadQueryEmbedder(config, info.embedderId);
-  // Searched as the eval prescribes: every category, archived included.
-  const evalFilters = { categories: [], excludeArchived: false } as const;
-  // The weights the server would use for this index: the fitted profile of its embedder.
-  const profile = fusionProfileFor(embedder);
-  const fusion = fusionWeights(profile);
-  console.log(`fusion profile ${profile}: ${JSON.stringify(fusion)}`);
-  // The server's reranker when one is configured; otherwise the in-process one, so the ablation
-  // always shows what rerank would do (it is off by default because it does not raise nDCG@10).
-  const reranker = (await createReranker(config, { local: async () => createLocalReranker() })) ?? createLocalReranker();
-  const engines: [string, SearchEngine][] = [
-    ["lexical-only (BM25F + priors)", engineFor({ lexical: true, dense: false }, fusion, null)],
-    [`dense-only (${info.embedderId})`, engineFor({ lexical: false, dense: true }, fusion, null)],
-    ["hybrid − query understanding", engineFor({ lexical: true, dense: true }, fusion, null, false)],
-    ["hybrid (default)", engineFor({ lexical: true, dense: true }, fusion, null)],
-  ];
-  if (reranker) engines.push([`hybrid + rerank (${reranker.id})`, engineFor({ lexical: true, dense: true }, fusion, reranker)]);
-  const rows: Row[] = [];
-  const perList: Record<string, Record<string, number>> = {};
-  for (const [name, engine] of engines) {
-    await engine.sync();
-    const per: QueryMetrics[] = [];
-    const times: number[] = [];
-    const lists = new Map<string, QueryMetrics[]>();
-    for (const q of queries) {
-      const t0 = performance.now();
-      const res = await engine.search({ query: q.query, limit: 50, filters: evalFilters });
-      times.push(performance.now() - t0);
-      const m = scoreRanking(res.results.map((r) => r.name.toLowerCase()), q.rel);
-      per.push(m);
-      const list = listOf(q.id);
-      lists.set(list, [...(lists.get(list) ?? []), m]);
-    }
-    for (const [list, ms] of lists) (perList[list] ??= {})[name] = meanMetrics(ms).ndcg10;
-    rows.push({ method: name, metrics: meanMetrics(per), p50Ms: pct(times, 50), p99Ms: pct(times, 99), queries: queries.length });
-  }
-  console.log("\nper-list nDCG@10");
-  const names = engines.map(([n]) => n);
-  console.log(`| list | ${names.join(" | ")} |\n|---|${names.map(() => "---:").join("|")}|`);
-  for (const [list, byName] of Object.entries(perList)) console.log(`| ${list} | ${names.map((n) => (byName[n] ?? 0).toFixed(3)).join(" | ")} |`);
-  if (values.tune) await tune(store, embedder, profile, queries);
-  printTable(`dev.jsonl on ${info.count.toLocaleString("en-US")} repositories (index ${info.version}, ${info.embedderId}); ${queries.length} queries with judged repositories in the index`, rows);
-
-  let sliceRows: Row[] = [];
-  const sliceSize = values["teacher-slice"] ? Number(values["teacher-slice"]) : 0;
-  if (sliceSize > 0) {
-    const records: RepoRecord[] = [];
-    for await (const it of readDataset(await openSource(config.dataset!))) if (it.kind === "record") records.push(it.record);
-    const rel = new Set(judged);
-    const slice = records.filter((r) => rel.has(r.key));
-    const rest = records.filter((r) => !rel.has(r.key));
-    let seed = 42;
-    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 1) / 0x80000000;
-    const picked = new Set<number>();
-    while (slice.length < sliceSize && picked.size < rest.length) {
-      const i = Math.floor(rnd() * rest.length);
-      if (!picked.has(i)) {
-        picked.add(i);
-        slice.push(rest[i]!);
-      }
-    }
-    const keys = new Set(slice.map((r) => r.key));
-    const sq = all.map((q) => ({ query: q.query, rel: new Set(q.relevant.filter((k) => keys.has(k))) })).filter((q) => q.rel.size > 0);
-    sliceRows.push(await sliceEval(`dense ${embedder.id}`, embedder, slice, sq));
-    const teacher = await EmbedPool.create({ kind: "use-lite" }, { workers: cpus().length, batchSize: 32 });
-    sliceRows.push(await sliceEval(`dense ${teacher.id} (teacher)`, teacher, slice, sq));
-    await teacher.close();
-    printTable(`same-slice comparison: ${slice.length} repositories (all judged ones + seeded random fill), ${sq.length} queries`, sliceRows);
-  }
-  await embedder.close();
-  await store.close();
-
-  const result = { benchmark: "eval", date: new Date().toISOString(), index: info, queriesFile, fusion, full: rows, perList, teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null };
-  await mkdir(path.join(projectRoot, "results"), { recursive: true });
-  await writeFile(path.join(projectRoot, "results", "eval.json"), JSON.stringify(result, null, 2) + "\n");
+  return meanMetrics(per);
 }
 
 main().catch((e: unknown) => {

@@ -23,7 +23,7 @@ import { after, before, test } from "node:test";
 import { waitUntil } from "../src/core/grpc/testkit.js";
 import { SEARCH_PATH } from "../src/gateway/openapi.js";
 import { childPids } from "../loadtest/server.js";
-import { datasetLines, runCli, startCli, tempDir, type CliResult } from "./helpers.js";
+import { datasetLines, oneRecordPerName, runCli, startCli, tempDir, type CliResult } from "./helpers.js";
 import { buildIndex, stackEnv } from "./stack.js";
 
 const IP_LIMIT = 12;
@@ -123,7 +123,7 @@ function sample(text: string, prefix: string): number {
 
 before(async () => {
   dir = await tempDir("reposearch-cluster-");
-  await buildIndex(dir, await datasetLines(300), { env: stackEnv(dir, { STATIC_TRAIN_EPOCHS: "0" }) });
+  await buildIndex(dir, oneRecordPerName(await datasetLines(340)).slice(0, 300), { env: stackEnv(dir, { STATIC_TRAIN_EPOCHS: "0" }) });
   env = stackEnv(dir, {
     SERVE_PROCESSES: "2",
     LEDGER_SQLITE_PATH: path.join(dir, "ledger.sqlite"),

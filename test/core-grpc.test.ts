@@ -20,7 +20,7 @@ import { pointIdFor } from "../src/common/hash.js";
 import { setLogLevel } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
 import { CoreClient } from "../src/core/grpc/client.js";
-import { SearchEngine, batchesQueries, fusionWeights, type Stage } from "../src/core/engine.js";
+import { SearchEngine, batchesQueries, retrieverWeights, shippedRanker, type Stage } from "../src/core/engine.js";
 import { loadQueryEmbedder } from "../src/embed/factory.js";
 import type { Embedder } from "../src/embed/types.js";
 import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, loadProtos } from "../src/core/grpc/convert.js";
@@ -402,10 +402,11 @@ describe("results and meta", () => {
     assert.ok(res.meta.total >= 7);
     assert.ok(denseServed, `stats methods ${v1Stats.methods.join(",")}`);
     assert.ok(res.meta.methods.dense!.hits > 0);
-    // The default build's model is domain-adapted, so fusion uses the weights fitted for such models.
-    assert.equal(res.meta.methods.dense!.weight, fusionWeights("domainAdapted").dense);
-    assert.equal(res.meta.methods.lexical!.weight, fusionWeights("domainAdapted").lexical);
-    assert.notEqual(fusionWeights("domainAdapted").dense, fusionWeights("base").dense);
+    // A retriever's weight is its features' share of the ranker's split gain.
+    const w = retrieverWeights(shippedRanker());
+    assert.equal(res.meta.methods.dense!.weight, Math.round(w.dense * 10_000) / 10_000);
+    assert.equal(res.meta.methods.lexical!.weight, Math.round(w.lexical * 10_000) / 10_000);
+    assert.ok(w.lexical > 0 && w.dense > 0 && w.lexical + w.dense <= 1 + 1e-9);
   });
 
   it("limit 1 and limit 50 bound the results", async () => {
@@ -502,6 +503,36 @@ describe("results and meta", () => {
   });
 });
 
+describe("one project, one result (renamed repositories)", () => {
+  // Among the dataset's first 2,000 records: react/react and its older name facebook/react (same
+  // repository part and description; the older record has stale stars and an old pushedAt).
+  it("a search for the old name finds the project, whose result lists the old name among its aliases", async () => {
+    const res = await client.search({ query: "facebook/react", limit: 5 });
+    // A full name, current or former, is a lookup: that project comes first (promoteNamed).
+    const hit = res.results[0]!;
+    assert.equal(hit.name, "react/react", res.results.map((r) => r.name).join(", "));
+    assert.ok(hit.aliases?.includes("facebook/react"), JSON.stringify(hit.aliases));
+    assert.equal(hit.score, 1);
+    assert.ok(res.results.every((r) => r.name.toLowerCase() !== "facebook/react"));
+  });
+
+  it("excludeRepos with the old name excludes the project", async () => {
+    const all = await client.search({ query: "react library for user interfaces", limit: 20 });
+    assert.ok(all.results.some((r) => r.name === "react/react"));
+    const res = await client.search({ query: "react library for user interfaces", limit: 20, filters: { excludeRepos: ["Facebook/React"] } });
+    assert.ok(res.results.every((r) => r.name !== "react/react" && r.name.toLowerCase() !== "facebook/react"), res.results.map((r) => r.name).join(", "));
+    assert.deepEqual(res.meta.appliedFilters.excludeRepos, ["Facebook/React"]);
+  });
+
+  it("no result list holds two names of one project", async () => {
+    for (const query of ["react", "javascript framework", "next.js react framework", "command line json processor"]) {
+      const res = await client.search({ query, limit: 50, filters: { categories: [], excludeArchived: false } });
+      const names = res.results.flatMap((r) => [r.name, ...(r.aliases ?? [])].map((n) => n.toLowerCase()));
+      assert.equal(new Set(names).size, names.length, `${query}: ${names.join(", ")}`);
+    }
+  });
+});
+
 describe("dense stage beam (DENSE_EF_SEARCH)", () => {
   it("the engine's dense stage asks the store for DENSE_EF_SEARCH, not the store's own efSearch", async () => {
     const config = loadConfig(coreEnv({ DENSE_EF_SEARCH: "24", HNSW_EF_SEARCH: "200" }));
@@ -529,7 +560,7 @@ describe("dense stage beam (DENSE_EF_SEARCH)", () => {
 });
 
 describe("searches that arrive together", () => {
-  it("run stage by stage (every lexical search, then every embedding, dense search, fusion, evidence) and answer as alone", async () => {
+  it("run stage by stage (every lexical search, then every embedding, dense search, ranking, evidence) and answer as alone", async () => {
     const order: Stage[] = [];
     const engine = SearchEngine.fromConfig(loadConfig(coreEnv()), refStore, { onStage: (stage) => order.push(stage) });
     await engine.sync();
@@ -544,7 +575,7 @@ describe("searches that arrive together", () => {
       const n = reqs.length;
       assert.deepEqual(
         order,
-        (["lexical", "embed", "dense", "fuse", "evidence"] as const).flatMap((s) => Array<Stage>(n).fill(s)),
+        (["lexical", "embed", "dense", "rank", "evidence"] as const).flatMap((s) => Array<Stage>(n).fill(s)),
         "a batch runs one stage at a time (cheaper in CPU: each stage's data stays in cache)",
       );
       const withoutTime = (r: SearchResponse) => ({ ...r, meta: { ...r.meta, timeMs: 0 } });
@@ -569,7 +600,6 @@ describe("query embeddings of searches that arrive together", () => {
     const recording: Embedder = {
       id: "recording-" + real.id,
       dims: real.dims,
-      ...(real.domainAdapted !== undefined ? { domainAdapted: real.domainAdapted } : {}),
       embed: (texts) => {
         calls.push([...texts]);
         return real.embed(texts);
@@ -716,7 +746,11 @@ describe("health, reflection and stats", () => {
     const disk = await refStore.info();
     assert.match(String(s.version), /^v\d+$/);
     assert.equal(s.version, disk.version);
-    assert.equal(s.count, baseRows.length + FIXTURES.length);
+    // One point per project: records merged into another as its aliases are not points of their own.
+    const segment = refStore.currentSegment()!;
+    const aliases = segment.payloads.reduce((n, p) => n + p.aliasKeys.length, 0);
+    assert.ok(aliases > 0, "the first 2,000 records hold renamed projects");
+    assert.equal(s.count, baseRows.length + FIXTURES.length - aliases);
     assert.equal(s.count, disk.count);
     assert.match(String(s.embedderId), /^static:/);
     assert.equal(s.dims, disk.dims);

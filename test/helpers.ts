@@ -31,6 +31,21 @@ export async function datasetLines(n: number, skip = 0): Promise<Record<string, 
   return out;
 }
 
+/**
+ * At most one row per repository name (the part after the owner, case-insensitive): no two rows are
+ * one project that the index merges (src/corpus/dedup.ts), so tests that count points count rows.
+ */
+export function oneRecordPerName(rows: readonly Record<string, unknown>[]): Record<string, unknown>[] {
+  const seen = new Set<string>();
+  return rows.filter((r) => {
+    const name = String(r.name);
+    const repo = name.slice(name.indexOf("/") + 1).toLowerCase();
+    if (seen.has(repo)) return false;
+    seen.add(repo);
+    return true;
+  });
+}
+
 export async function tempDir(prefix: string): Promise<string> {
   return mkdtemp(path.join(tmpdir(), `reposearch-${prefix}-`));
 }

@@ -222,7 +222,7 @@ test("Prometheus scrapes the key series after valid, 400, 401, 403 and 429 answe
   ];
   for (const [what, expr] of series) assert.ok((await query(expr)).length > 0, `${what}: no series for ${expr}`);
 
-  for (const stage of ["embed", "lexical", "dense", "fuse", "evidence"]) {
+  for (const stage of ["embed", "lexical", "dense", "rank", "evidence"]) {
     assert.equal(await scalar(`sum(search_stage_duration_seconds_count{stage="${stage}"})`), 1, `${stage}: one core search (the cache hit never reached the core)`);
   }
   assert.equal(await scalar("sum(credits_debited_micros_total)"), 2_000, "two paid searches of 1000 micro-dollars (a cache hit is charged too)");

@@ -121,7 +121,7 @@ for (const method of ["SearchStream", "Search"]) {
     // One span per stage, each a child of the gRPC server span and inside it in time.
     const stages = inTrace.filter((s) => s.name.startsWith("search."));
     const names = stages.map((s) => s.name).sort();
-    for (const want of ["search.dense", "search.embed", "search.evidence", "search.fuse", "search.lexical"]) {
+    for (const want of ["search.dense", "search.embed", "search.evidence", "search.lexical", "search.rank"]) {
       assert.equal(names.filter((n) => n === want).length, 1, `exactly one ${want} span (got ${names.join(", ")})`);
     }
     assert.ok(!names.includes("search.rerank"), "rerank is off on this server");

@@ -24,7 +24,7 @@ import { CATEGORIES, type Category } from "../dataset/record.js";
 import type { Features } from "./features.js";
 
 /** Bump whenever any table or weight below changes: it is part of the classifier id, so the index re-classifies. */
-export const RULES_VERSION = "rules-1";
+export const RULES_VERSION = "rules-2";
 
 type Kind = "form" | "weak" | "domain" | "neutral";
 interface Cue {
@@ -97,7 +97,7 @@ function lexicon(rows: readonly Row[]): Lexicon {
 // ---------------------------------------------------------------------------------------------------
 const DESC_ROWS: Row[] = [
   // Phrases that contain a cue word but mean something else.
-  [null, 0, "neutral", "of course|for example|for examples|e g|adversarial example|adversarial examples|easy to learn|to learn more|learn more|user agent|ssh agent|bot api|api key|plugin system|plugin architecture|plugin support|plugins support|plugin based|plugin api|plugin apis|extensible|file extension|file extensions|template literal|template literals|template string|template strings|bootstrap your|bootstraps|command line arguments|list view|list views|todo list|to do list|task list|linked list|list of lists"],
+  [null, 0, "neutral", "of course|for example|for examples|e g|adversarial example|adversarial examples|easy to learn|to learn more|learn more|user agent|ssh agent|bot api|api key|plugin system|plugin architecture|plugin support|plugins support|plugin based|plugin api|plugin apis|extensible|file extension|file extensions|template literal|template literals|template string|template strings|bootstrap your|bootstraps|command line arguments|list view|list views|todo list|to do list|task list|linked list|list of lists|frontend workshop|ui workshop"],
 
   // curated-list
   ["curated-list", 5, "form", "curated list|awesome list|list of awesome|curated collection|collection of awesome|awesome collection|curated resources|curated links|reading list|resource list|list of resources|collection of resources|collection of links|collection of papers|collection of articles|list of papers|paper list|list of tools|list of libraries|list of projects|list of apps|list of software|list of repositories|list of repos"],
@@ -202,7 +202,7 @@ const DESC_ROWS: Row[] = [
   ["framework", 1.5, "form", "mvc|opinionated|runtime|engine"],
 
   // application
-  ["application", 4.5, "form", "self hosted|selfhosted|self hostable|desktop app|desktop application|desktop client|mobile app|android app|android application|ios app|iphone app|macos app|mac app|menu bar app|menubar app|electron app|notes app|note taking app|media server|music player|audio player|media player|password manager|email client|rss reader|file manager|terminal emulator|screen recorder|open source alternative|chat app|chat application|discord bot|web browser"],
+  ["application", 4.5, "form", "ebook manager|ebook reader|ebook library|ebook viewer|ebook management|e book reader|e book manager|epub reader|book reader|self hosted|selfhosted|self hostable|desktop app|desktop application|desktop client|mobile app|android app|android application|ios app|iphone app|macos app|mac app|menu bar app|menubar app|electron app|notes app|note taking app|media server|music player|audio player|media player|password manager|email client|rss reader|file manager|terminal emulator|screen recorder|open source alternative|chat app|chat application|discord bot|web browser"],
   ["application", 3.5, "form", "web app|web application|webapp|windows app|telegram bot|slack bot|text editor|code editor|note taking|blog engine|blogging platform|cms|content management system|video game|clone|ide|management system"],
   ["application", 3, "form", "game|emulator|progressive web app|messenger|pwa|forum|personal website|video player"],
   ["application", 2.5, "form", "bot|editor|dashboard|launcher|gui|home server|ecommerce platform|e commerce platform|graphical user interface|system tray"],
@@ -286,7 +286,7 @@ const TOPIC_ROWS: Row[] = [
   ["tool", 1.5, "domain", "shell|bash|automation|productivity|git|zsh|dotfiles"],
   ["library", 4, "form", "library|lib|sdk|api client|api wrapper|wrapper|bindings|npm package|python library|python package|javascript library|typescript library|rust library|crate|gem|header only|parser|polyfill|module|package|client library"],
   ["framework", 4, "form", "framework|web framework|mvc|microframework|game engine|full stack framework|php framework"],
-  ["application", 4.5, "form", "self hosted|selfhosted|app|application|android app|ios app|desktop app|desktop application|electron app|webapp|web app|pwa|cms|discord bot|telegram bot|note taking|music player|media server|password manager"],
+  ["application", 4.5, "form", "ebook manager|ebook reader|ebook library|epub reader|self hosted|selfhosted|app|application|android app|ios app|desktop app|desktop application|electron app|webapp|web app|pwa|cms|discord bot|telegram bot|note taking|music player|media server|password manager"],
   ["application", 3, "form", "game|games|bot|emulator|editor|text editor|ide|dashboard"],
   ["application", 1.5, "domain", "android|ios|macos|electron|windows|linux"],
 ];

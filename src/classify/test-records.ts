@@ -20,6 +20,7 @@ export function rec(name: string, description: string | null, extra: Partial<Rep
     tree: null,
     llmsTxtPaths: null,
     lastSeen: null,
+    aliases: [],
     ...extra,
   };
 }

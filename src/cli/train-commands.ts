@@ -9,8 +9,8 @@ import path from "node:path";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
-import { openSource, readDataset } from "../dataset/reader.js";
-import { isNewer } from "../dataset/normalize.js";
+import { prepareCorpus } from "../corpus/prepare.js";
+import { readUniqueRecords } from "../dataset/reader.js";
 import type { RepoRecord } from "../dataset/record.js";
 import { DEFAULT_TRAIN_CONFIG, PAIR_KINDS, type PairKind, type TrainConfig } from "../embed/train.js";
 import { Progress } from "../indexer/progress.js";
@@ -18,7 +18,7 @@ import { activeStaticModel, ensureStaticModel, setActive, staticModelsRoot, trai
 import type { Command, CommandContext } from "./main.js";
 
 const USAGE =
-  "reposearch train [--data-dir DIR] [--dataset PATH_OR_URL] [--epochs N] [--activate] [--init MODEL_ID] " +
+  "reposearch train [--data-dir DIR] [--dataset PATH_OR_URL] [--epochs N] [--patience N] [--activate] [--init MODEL_ID] " +
   "[--pairs name,readme,doc] [--temperature T] [--lr LR] [--batch-size N] [--l2-to-init L] [--seed N]";
 
 function num(values: CommandContext["values"], flag: string, fallback: number, ok: (n: number) => boolean): number {
@@ -45,6 +45,7 @@ function trainConfig(values: CommandContext["values"]): TrainConfig {
     ...d,
     pairs,
     epochs: num(values, "epochs", d.epochs, (n) => Number.isInteger(n) && n >= 1 && n <= 100),
+    patience: num(values, "patience", d.patience, (n) => Number.isInteger(n) && n >= 0 && n <= 100),
     temperature: num(values, "temperature", d.temperature, (n) => n > 0 && n <= 10),
     lr: num(values, "lr", d.lr, (n) => n > 0 && n < 1),
     batchSize: num(values, "batch-size", d.batchSize, (n) => Number.isInteger(n) && n >= 2 && n <= 4096),
@@ -53,15 +54,9 @@ function trainConfig(values: CommandContext["values"]): TrainConfig {
   };
 }
 
-/** The dataset's records, validated and deduplicated as the indexer does (newest snapshot wins). */
-async function readRecords(dataset: string): Promise<RepoRecord[]> {
-  const byKey = new Map<string, RepoRecord>();
-  for await (const it of readDataset(await openSource(dataset))) {
-    if (it.kind !== "record") continue;
-    const prev = byKey.get(it.record.key);
-    if (!prev || isNewer(it.record, prev)) byKey.set(it.record.key, it.record);
-  }
-  return [...byKey.values()];
+/** The dataset's records as the indexer sees them: one per key, then one per project (src/corpus). */
+async function readRecords(dataset: string): Promise<readonly RepoRecord[]> {
+  return prepareCorpus((await readUniqueRecords(dataset)).records).records;
 }
 
 /**
@@ -139,6 +134,7 @@ export const trainCommands: Record<string, Command> = {
     options: {
       dataset: { type: "string" },
       epochs: { type: "string" },
+      patience: { type: "string" },
       activate: { type: "boolean" },
       init: { type: "string" },
       pairs: { type: "string" },

@@ -25,7 +25,7 @@ import {
  */
 export const LATENCY_BUCKETS: readonly number[] = Object.freeze([0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.3, 0.5, 1, 2.5, 5]);
 
-/** Per-stage buckets (seconds): stages take from tens of microseconds (fuse) to the rerank budget. */
+/** Per-stage buckets (seconds): stages take from tens of microseconds (rank) to the rerank budget. */
 export const STAGE_BUCKETS: readonly number[] = Object.freeze([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1]);
 
 /** Adds prom-client's default metrics (process_*, nodejs_*) unless the registry already has them. */

@@ -49,13 +49,13 @@ test("in-memory exporter: parent links, W3C round trip, stage spans after the fa
     assert.match(headers.traceparent ?? "", /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     const remote = extractTraceContext(headers);
     const child = startSpan("child", { kind: SpanKind.SERVER }, remote);
-    stageSpan(child.ctx, "search.fuse", 0.002, { "search.stage": "fuse" });
+    stageSpan(child.ctx, "search.rank", 0.002, { "search.stage": "rank" });
     child.span.end();
     root.span.end();
     const spans = exporter.getFinishedSpans();
     const byName = new Map(spans.map((s) => [s.name, s]));
     assert.equal(byName.get("child")!.parentSpanContext?.spanId, root.span.spanContext().spanId);
-    const stage = byName.get("search.fuse")!;
+    const stage = byName.get("search.rank")!;
     assert.equal(stage.parentSpanContext?.spanId, child.span.spanContext().spanId);
     const ms = stage.duration[0] * 1e3 + stage.duration[1] / 1e6;
     assert.ok(Math.abs(ms - 2) < 0.5, `stage span lasts its reported 2 ms (got ${ms})`);

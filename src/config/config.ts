@@ -64,6 +64,7 @@ const envSchema = z.object({
   STATIC_VOCAB_SIZE: int(1000, 500_000).default(60_000),
   STATIC_DIMS: int(8, 512).default(128),
   STATIC_TRAIN_EPOCHS: int(0, 100).default(8),
+  STATIC_TRAIN_PATIENCE: int(0, 100).default(1),
   HNSW_M: int(4, 128).default(24),
   HNSW_EF_CONSTRUCTION: int(8, 2000).default(200),
   HNSW_EF_SEARCH: int(8, 5000).default(160),
@@ -139,6 +140,8 @@ export interface Config {
     readonly staticDims: number;
     /** Epochs of contrastive fine-tuning after distilling a static model (0: index with the distilled one). */
     readonly staticTrainEpochs: number;
+    /** Epochs without a lower held-out loss before training stops (0 = never stop early). */
+    readonly staticTrainPatience: number;
   };
   readonly store: {
     readonly hnswM: number;
@@ -312,6 +315,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       staticVocabSize: e.STATIC_VOCAB_SIZE,
       staticDims: e.STATIC_DIMS,
       staticTrainEpochs: e.STATIC_TRAIN_EPOCHS,
+      staticTrainPatience: e.STATIC_TRAIN_PATIENCE,
     },
     store: {
       hnswM: e.HNSW_M,

@@ -1,82 +1,77 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { pointIdFor } from "../common/hash.js";
-import { seededRandom } from "../common/random.js";
-import { CATEGORIES, type Category, type RepoPayload } from "../dataset/record.js";
-import { PackedRankColumns } from "../store/embedded/rank-columns.js";
-import type { ScoredPoint } from "../store/types.js";
-import { fuse, type FusionWeights } from "./engine.js";
-import type { QueryUnderstanding } from "./query.js";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { BootstrapStore } from "../store/bootstrap.js";
+import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "./engine.js";
+import { FEATURES } from "./rank/features.js";
+import { rankerModel, type RankerModel } from "./rank/model.js";
 
-const LANGUAGES = ["rust", "go", "python", "c++", null] as const;
-const WEIGHTS: FusionWeights = { lexical: 0.5, dense: 0.4, stars: 0.05, language: 0.03, category: 0.02 };
-
-function corpus(n: number, seed: number): RepoPayload[] {
-  const r = seededRandom(seed);
-  return Array.from({ length: n }, (_, i) => {
-    const key = `o/r${i}`;
-    const languageLc = LANGUAGES[Math.floor(r() * LANGUAGES.length)]!;
-    const stars = r() < 0.2 ? null : Math.floor(r() ** 4 * 900_000);
-    const category = r() < 0.3 ? null : CATEGORIES[Math.floor(r() * CATEGORIES.length)]!;
-    return {
-      key, name: key, url: null, description: null, stars, forks: null, language: languageLc, topics: [], pushedAt: null,
-      isArchived: null, homepage: null, license: null, createdAt: null, readme: null, tree: null, llmsTxtPaths: null,
-      lastSeen: null, languageLc, category, hash: `h${i}`,
-    };
-  });
+/** A ranker that scores by one feature (a single split), to make orderings predictable. */
+function byFeature(name: (typeof FEATURES)[number], sign = 1): RankerModel {
+  const f = FEATURES.indexOf(name);
+  const tree = { feature: [f, -1, -1], threshold: [0.5, 0, 0], left: [1, -1, -1], right: [2, -1, -1], value: [0, 0, sign], gain: [1, 0, 0] };
+  const zeros = FEATURES.map(() => 0);
+  return rankerModel({ mean: zeros, scale: FEATURES.map(() => 1), weights: zeros }, [tree]);
 }
 
-/** `count` distinct rows, best first, as hits with or without the rank columns. */
-function hits(payloads: readonly RepoPayload[], rows: readonly number[], r: () => number, columns: PackedRankColumns | null): ScoredPoint[] {
-  const scores = rows.map(() => r()).sort((a, b) => b - a);
-  return rows.map((row, i) => {
-    const base = { id: pointIdFor(payloads[row]!.key), score: scores[i]!, payload: payloads[row]! };
-    return columns ? { ...base, row, columns } : base;
-  });
-}
+const line = (name: string, description: string, extra: Record<string, unknown> = {}) => JSON.stringify({ name, description, stars: 500, lastSeen: "2026-08-01", ...extra });
 
-function sample(n: number, count: number, r: () => number): number[] {
-  const picked = new Set<number>();
-  while (picked.size < count) picked.add(Math.floor(r() * n));
-  return [...picked];
-}
-
-test("fuse ranks the same by rank columns as by payloads (row join, stars, language, category)", () => {
-  const payloads = corpus(2_000, 1);
-  const columns = PackedRankColumns.build(payloads);
-  assert.ok(columns);
-  for (let q = 0; q < 200; q++) {
-    const r = seededRandom(100 + q);
-    const lexRows = sample(payloads.length, 1 + Math.floor(r() * 200), r);
-    // Dense shares some rows with lexical, as real lists do.
-    const denseRows = [...new Set([...lexRows.slice(0, Math.floor(r() * 20)), ...sample(payloads.length, 30, r)])];
-    const u: QueryUnderstanding = {
-      language: r() < 0.3 ? null : r() < 0.9 ? LANGUAGES[Math.floor(r() * 4)]! : "cobol",
-      categories: sample(CATEGORIES.length, Math.floor(r() * 3), r).map((i) => CATEGORIES[i]! as Category),
-      notes: [],
-    };
-    const seed = 1_000 + q;
-    const byPayload = fuse(hits(payloads, lexRows, seededRandom(seed), null), hits(payloads, denseRows, seededRandom(seed + 1), null), u, WEIGHTS);
-    const byColumns = fuse(hits(payloads, lexRows, seededRandom(seed), columns), hits(payloads, denseRows, seededRandom(seed + 1), columns), u, WEIGHTS);
-    assert.deepEqual(
-      byColumns.map((c) => [c.payload.key, c.fused, c.lexical, c.dense]),
-      byPayload.map((c) => [c.payload.key, c.fused, c.lexical, c.dense]),
+describe("search engine over a lexical-only store", () => {
+  let dir: string;
+  let store: BootstrapStore;
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "reposearch-engine-"));
+    const file = path.join(dir, "repos.jsonl");
+    await writeFile(
+      file,
+      [
+        line("jqlang/jq", "Command-line JSON processor for shell pipelines", { stars: 35_000, lastSeen: "2026-08-22" }),
+        line("stedolan/jq", "Command-line JSON processor for shell pipelines", { stars: 24_000, lastSeen: "2023-05-28" }),
+        line("acme/json-tool", "A JSON processor"),
+        line("acme/yaml-tool", "A YAML processor"),
+      ].join("\n") + "\n",
     );
-    assert.ok(byColumns.every((c) => c.row >= 0) && byPayload.every((c) => c.row === -1));
-  }
-});
+    store = await BootstrapStore.build(file);
+  });
+  after(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
 
-test("fuse joins by key when the hits come from two index versions", () => {
-  const payloads = corpus(50, 2);
-  const v1 = PackedRankColumns.build(payloads)!;
-  const v2 = PackedRankColumns.build(payloads)!;
-  const r = seededRandom(3);
-  const lex = hits(payloads, [1, 2, 3], r, v1);
-  // The same repositories under other rows, as after a rebuild: rows must not be trusted across versions.
-  const dense = hits(payloads, [3, 4], r, v2).map((h, i) => ({ ...h, row: [40, 41][i]! }));
-  const out = fuse(lex, dense, { language: null, categories: [], notes: [] }, WEIGHTS);
-  assert.deepEqual(out.map((c) => c.payload.key).sort(), ["o/r1", "o/r2", "o/r3", "o/r4"]);
-  const both = out.find((c) => c.payload.key === "o/r3")!;
-  assert.ok(both.lexical !== null && both.dense !== null);
-  assert.ok(out.every((c) => c.row === -1));
+  const engine = (ranker: RankerModel) => new SearchEngine({ store, loadEmbedder: () => Promise.reject(new Error("no embedder")), ranker });
+
+  it("one project, one result: an old name finds the project, which lists it among its aliases", async () => {
+    const res = await engine(shippedRanker()).search({ query: "stedolan/jq", limit: 5, filters: { categories: [] } });
+    assert.equal(res.results[0]!.name, "jqlang/jq");
+    assert.deepEqual(res.results[0]!.aliases, ["stedolan/jq"]);
+    assert.ok(res.results.every((r) => r.name !== "stedolan/jq"));
+    assert.ok(res.results.slice(1).every((r) => r.aliases === undefined), "aliases only where a project has other names");
+  });
+
+  it("excludeRepos with an old name excludes the project", async () => {
+    const res = await engine(shippedRanker()).search({ query: "json processor", limit: 5, filters: { categories: [], excludeRepos: ["Stedolan/JQ"] } });
+    const names = res.results.map((r) => r.name);
+    assert.ok(names.includes("acme/json-tool") && !names.includes("jqlang/jq"), names.join(", "));
+    const all = await engine(shippedRanker()).search({ query: "json processor", limit: 5, filters: { categories: [] } });
+    assert.ok(all.results.some((r) => r.name === "jqlang/jq"), "found without the exclusion");
+    assert.deepEqual(res.meta.appliedFilters.excludeRepos, ["Stedolan/JQ"]);
+  });
+
+  it("ranks by the model's score; scores are exp(s − best), 1 for the first", async () => {
+    const res = await engine(byFeature("name_match")).search({ query: "yaml tool", limit: 5, filters: { categories: [] } });
+    assert.equal(res.results[0]!.name, "acme/yaml-tool");
+    assert.equal(res.results[0]!.score, 1);
+    assert.ok(res.results.slice(1).every((r) => Math.abs(r.score - Math.exp(-1)) < 1e-4), JSON.stringify(res.results.map((r) => r.score)));
+    // meta.methods' weight is a retriever's features' share of the model: naming features are neither's.
+    assert.deepEqual(res.meta.methods.lexical, { hits: 2, weight: 0 });
+  });
+
+  it("ties in the model's score break by key", () => {
+    const payload = (key: string) => ({ key }) as unknown as CandidatePool["candidates"][number]["payload"];
+    const cand = (key: string) => ({ payload: payload(key), lexical: null, lexicalRank: null, denseRank: null, dense: null, score: 0 });
+    const pool: CandidatePool = { candidates: [cand("b/x"), cand("a/x"), cand("c/x")], features: new Float32Array(3 * FEATURES.length), lexicalHits: 3, denseHits: null, featureSeconds: 0 };
+    assert.deepEqual(rankPool(pool, shippedRanker()).map((c) => c.payload.key), ["a/x", "b/x", "c/x"]);
+  });
 });

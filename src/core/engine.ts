@@ -1,11 +1,11 @@
 /**
  * The search core: validate, apply filter defaults, embed the query, retrieve lexically and densely
- * under the same filter, fuse normalised scores with soft priors, optionally rerank the top 100,
- * and build evidence. Implements SearchCore for the gRPC service and for in-process callers (eval).
+ * under the same filter, rank the joined pool with the learned ranker (./rank: a linear score plus
+ * boosted trees over retrieval, naming, corpus-evidence and prior features), optionally rerank the top 100, and build
+ * evidence. Implements SearchCore for the gRPC service and for in-process callers (eval).
  *
- * Scores: `score` is the fused relative score in [0, 1]; the best result of a response scores 1
- * (or the reranker's normalised score when rerank reordered the list). Scores compare results of
- * one response only.
+ * Scores: `score` is exp(s − s_best) of the ranker's scores s, so the best result of a response
+ * scores 1 and the others (0, 1], in ranking order. Scores compare results of one response only.
  */
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { logger as rootLogger, type Logger } from "../common/logger.js";
@@ -15,69 +15,31 @@ import { BatchingEmbedder } from "../embed/batching.js";
 import { loadQueryEmbedder } from "../embed/factory.js";
 import type { Embedder } from "../embed/types.js";
 import { analyze, stripMarkup } from "../store/embedded/analyzer.js";
-import type { RankColumns, ScoredPoint, VectorStore } from "../store/types.js";
+import type { Filter } from "../store/filter.js";
+import type { PointId, VectorStore } from "../store/types.js";
 import { buildEvidence, compactTree, llmsUrlOf } from "./evidence.js";
 import { applyFilterDefaults, toStoreFilter } from "./filters.js";
 import { understandQuery, type QueryUnderstanding } from "./query.js";
 import { runRerankStage, type Reranker } from "./rerank/types.js";
 import type { IndexStats, MethodStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "./types.js";
 import { validateSearchRequest } from "./validate.js";
-import fusionFile from "./fusion-weights.json" with { type: "json" };
+import { extractFeatures, FEATURES, type RankCandidate } from "./rank/features.js";
+import { loadRankerModel, scoreRanker, type RankerModel } from "./rank/model.js";
+import rankerFile from "./rank/ranker-model.json" with { type: "json" };
 
-/** Candidates each retriever contributes to fusion. */
+/** Candidates each retriever contributes to the ranker's pool. */
 export const LEXICAL_CANDIDATES = 200;
 export const DENSE_CANDIDATES = 50;
+/**
+ * Popular candidates: the best lexical matches among repositories with at least this many stars,
+ * beyond the LEXICAL_CANDIDATES best of all (see LexicalQuery.popular).
+ */
+export const POPULAR_CANDIDATES = { minStars: 5000, limit: 50 } as const;
 /** The spec's rerank candidate pool. */
 export const RERANK_POOL = 100;
 export const DEFAULT_LIMIT = 10;
 
-/**
- * Fusion weights (normalised-score fusion). Fitted on dev.jsonl with `npm run eval -- --tune`,
- * cross-validated by list; see README "Ranking".
- */
-export interface FusionWeights {
-  readonly lexical: number;
-  readonly dense: number;
-  /** log-stars popularity prior in [0, 1]. */
-  readonly stars: number;
-  /** The repository's language is the one the query names. */
-  readonly language: number;
-  /** The repository's category is a kind the query's wording points to. */
-  readonly category: number;
-}
-
-/**
- * The fitted weights, versioned in ./fusion-weights.json (refit: `npm run eval -- --tune --write-fusion`).
- * One profile per kind of dense signal: how much the dense side may weigh depends on how good the
- * embedder is on this domain (a domain-adapted model earns ~8× the weight of the distilled one).
- */
-export const FUSION_PROFILES = ["domainAdapted", "base"] as const;
-export type FusionProfile = (typeof FUSION_PROFILES)[number];
-const PROFILE_WEIGHTS: Readonly<Record<FusionProfile, FusionWeights>> = Object.freeze({
-  domainAdapted: Object.freeze(checkWeights(fusionFile.profiles.domainAdapted.weights, "domainAdapted")),
-  base: Object.freeze(checkWeights(fusionFile.profiles.base.weights, "base")),
-});
-/** The weights of the default build, whose static model is domain-adapted by its train stage. */
-export const DEFAULT_FUSION: FusionWeights = PROFILE_WEIGHTS.domainAdapted;
-
-/** The profile for an index's query embedder: domain-adapted models get theirs, every other one `base`. */
-export function fusionProfileFor(embedder: Pick<Embedder, "domainAdapted"> | null): FusionProfile {
-  return embedder?.domainAdapted === true ? "domainAdapted" : "base";
-}
-
-export function fusionWeights(profile: FusionProfile): FusionWeights {
-  return PROFILE_WEIGHTS[profile];
-}
-
-function checkWeights(w: Record<string, unknown>, profile: string): FusionWeights {
-  for (const k of ["lexical", "dense", "stars", "language", "category"]) {
-    const v = w[k];
-    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new Error(`fusion-weights.json: profiles.${profile}.weights.${k} must be a finite number ≥ 0`);
-  }
-  return w as unknown as FusionWeights;
-}
-
-export type Stage = "embed" | "lexical" | "dense" | "fuse" | "rerank" | "evidence";
+export type Stage = "embed" | "lexical" | "dense" | "rank" | "rerank" | "evidence";
 
 export interface EngineOptions {
   readonly store: VectorStore;
@@ -86,14 +48,14 @@ export interface EngineOptions {
   /** The server's reranker, or null when rerank is disabled by configuration. */
   readonly reranker?: Reranker | null;
   readonly rerankTimeoutMs?: number;
-  /** Fixed fusion weights; by default the fitted profile for the served index's embedder (fusionProfileFor). */
-  readonly fusion?: FusionWeights;
+  /** The learned ranker; by default the model the core ships (./rank/ranker-model.json). */
+  readonly ranker?: RankerModel;
   readonly logger?: Logger;
   /** Called once per stage with its duration, for metrics and traces. */
   readonly onStage?: (stage: Stage, seconds: number) => void;
   /** Called when the rerank stage fell back to the first-stage order. */
   readonly onRerankFallback?: () => void;
-  /** Query understanding as a soft signal (default on); eval turns it off for its ablation. */
+  /** Query understanding as ranking features (default on); eval turns it off for its ablation. */
   readonly understanding?: boolean;
   /** Which retrievers run (default both); eval uses single-retriever engines for its ablation. */
   readonly retrievers?: { readonly lexical: boolean; readonly dense: boolean };
@@ -112,6 +74,8 @@ export interface EngineOptions {
   readonly queryEmbedMaxBatch?: number;
   /** Called with the size of every batched call to the query embedder (metrics). */
   readonly onEmbedBatch?: (size: number) => void;
+  /** Candidate pool sizes (eval experiments); defaults above. */
+  readonly candidates?: { readonly lexical: number; readonly dense: number; readonly popular: { readonly minStars: number; readonly limit: number } | null };
 }
 
 /** Whether the engine batches an embedder's queries (see EngineOptions.queryEmbedMaxBatch). */
@@ -119,20 +83,28 @@ export function batchesQueries(embedderId: string, maxBatch: number): boolean {
   return maxBatch > 1 && !embedderId.startsWith("static:");
 }
 
-export interface Candidate {
-  readonly payload: RepoPayload;
-  /** The row in the index version that answered, when fusion joined by rank columns; else -1. */
-  readonly row: number;
-  lexical: number | null;
-  dense: number | null;
-  fused: number;
+export interface Candidate extends RankCandidate {
+  /** Cosine of the query and the repository vectors (null for a lexical-only search). */
+  readonly dense: number | null;
+  /** The ranker's score. */
+  score: number;
+}
+
+/** A query's candidate pool with its ranking features, before ranking. */
+export interface CandidatePool {
+  readonly candidates: readonly Candidate[];
+  /** candidates × FEATURES, row-major. */
+  readonly features: Float32Array;
+  readonly lexicalHits: number | null;
+  readonly denseHits: number | null;
+  /** Time spent explaining the candidates and computing their features (part of the "rank" stage). */
+  readonly featureSeconds: number;
 }
 
 export class SearchEngine implements SearchCore {
   private readonly store: VectorStore;
   private readonly log: Logger;
-  /** Fusion weights for the loaded embedder (or opts.fusion). */
-  private fusion: FusionWeights;
+  private readonly ranker: RankerModel;
   private embedder: Embedder | null = null;
   private embedderId: string | null = null;
   private embedderLoading: Promise<void> | null = null;
@@ -151,7 +123,7 @@ export class SearchEngine implements SearchCore {
       throw new RangeError(`SearchEngine: queryEmbedMaxBatch must be a positive integer (got ${opts.queryEmbedMaxBatch})`);
     }
     this.store = opts.store;
-    this.fusion = opts.fusion ?? fusionWeights("base");
+    this.ranker = opts.ranker ?? shippedRanker();
     this.log = opts.logger ?? rootLogger.child({ component: "core" });
   }
 
@@ -190,11 +162,9 @@ export class SearchEngine implements SearchCore {
         const old = this.embedder;
         this.embedder = next;
         this.embedderId = id;
-        this.fusion = this.opts.fusion ?? fusionWeights(fusionProfileFor(next));
         if (old) await old.close().catch(() => {});
         this.log.info("query embedder loaded", {
           embedderId: id,
-          fusionProfile: this.opts.fusion ? "fixed" : fusionProfileFor(next),
           queryBatch: next instanceof BatchingEmbedder ? next.maxBatch : 1,
         });
       } catch (err) {
@@ -242,64 +212,35 @@ export class SearchEngine implements SearchCore {
     // Whitespace-only: a valid request that matches nothing (and runs no rerank), per the spec.
     if (text === "") return { query: req.query, results: [], meta: meta({}, 0) };
 
-    const info = await this.store.info();
-    if (info.version === null) throw new ReposearchError(ErrorCode.Unavailable, "the index is not loaded yet");
-    if (info.embedderId && info.embedderId !== this.embedderId) void this.ensureEmbedder(info.embedderId);
-    checkAborted(signal);
-
     const understanding = this.opts.understanding === false ? NO_UNDERSTANDING : understandQuery(text);
-    const embedder = info.embedderId !== null && this.embedderId === info.embedderId ? this.embedder : null;
     const stage = bothStageHooks(this.opts.onStage, options.onStage);
-
-    // Searches that arrive together (a SearchStream message) run interleaved, and each `await null`
-    // below ends a stage, so a batch runs stage by stage: every lexical search, then every embedding,
-    // every dense search, every fusion, every evidence. With two serving processes on two cores that
-    // order cost ~3% less CPU per request than a search's stages back to back (docs/performance.md):
-    // each stage's data stays in cache for the whole batch.
-    // Lexical and dense retrieval under the same filter. Dense first embeds (synchronous work for
-    // the static embedder, a few ms for USE-lite); lexical runs meanwhile where the store is remote.
-    const use = this.opts.retrievers ?? { lexical: true, dense: true };
-    const lexicalP = use.lexical ? timed(() => this.store.lexicalSearch({ text, filter, limit: LEXICAL_CANDIDATES }), "lexical", stage) : Promise.resolve(null);
-    const denseP = embedder && use.dense
-      ? (async () => {
-          await null; // stage by stage across a batch (see "Searches that arrive together" above)
-          const [vec] = await timed(() => embedder.embed([text]), "embed", stage);
-          checkAborted(signal);
-          // An all-zero vector means the embedder knows none of the query's words: every cosine is
-          // 0, so dense retrieval would only return arbitrary (popular) repositories as "matches".
-          if (!vec!.some((x) => x !== 0)) return [];
-          return timed(() => this.store.denseSearch({ vector: vec!, filter, limit: DENSE_CANDIDATES, ef: this.opts.denseEf }), "dense", stage);
-        })()
-      : Promise.resolve(null);
-    const [lexHits, denseHits] = await Promise.all([lexicalP, denseP]);
-    checkAborted(signal);
-
-    const tf = performance.now();
-    const cands = fuse(lexHits, denseHits, understanding, this.fusion);
-    stage?.("fuse", (performance.now() - tf) / 1000);
+    const pool = await this.pool(text, filter, understanding, stage, signal);
+    const tr = performance.now();
+    const cands = promoteNamed(rankPool(pool, this.ranker), text);
+    stage?.("rank", pool.featureSeconds + (performance.now() - tr) / 1000);
     const methods: Record<string, MethodStats> = {};
-    if (lexHits !== null) methods.lexical = { hits: lexHits.length, weight: this.fusion.lexical };
-    if (denseHits !== null) methods.dense = { hits: denseHits.length, weight: this.fusion.dense };
+    if (pool.lexicalHits !== null) methods.lexical = { hits: pool.lexicalHits, weight: round4(this.methodWeights.lexical) };
+    if (pool.denseHits !== null) methods.dense = { hits: pool.denseHits, weight: round4(this.methodWeights.dense) };
 
     let ranked = cands;
     let rerankMeta: { reranked: boolean; rerankMs: number } | null = null;
     const reranker = this.opts.reranker ?? null;
     if (reranker !== null && req.rerank !== false && cands.length > 0) {
-      const pool = cands.slice(0, RERANK_POOL);
+      const rerankPool = cands.slice(0, RERANK_POOL);
       const stageRes = await runRerankStage(
         reranker,
         text,
-        pool.map((c) => ({ id: c.payload.key, text: rerankText(c.payload) })),
+        rerankPool.map((c) => ({ id: c.payload.key, text: rerankText(c.payload) })),
         { timeoutMs: this.opts.rerankTimeoutMs ?? 200, ...(signal ? { signal } : {}), logger: this.log },
       );
       stage?.("rerank", stageRes.ms / 1000);
       if (stageRes.order !== null) {
-        const reordered = stageRes.order.map((i) => pool[i]!);
-        // Keep scores monotone in the new order: the reranked list reuses the fused scores, sorted.
-        const scores = pool.map((c) => c.fused).sort((a, b) => b - a);
-        reordered.forEach((c, i) => (c.fused = scores[i]!));
+        const reordered = stageRes.order.map((i) => rerankPool[i]!);
+        // Keep scores monotone in the new order: the reranked list reuses the ranker's scores, sorted.
+        const scores = rerankPool.map((c) => c.score).sort((a, b) => b - a);
+        reordered.forEach((c, i) => (c.score = scores[i]!));
         ranked = [...reordered, ...cands.slice(RERANK_POOL)];
-        methods.rerank = { hits: pool.length, weight: 1 };
+        methods.rerank = { hits: rerankPool.length, weight: 1 };
         rerankMeta = { reranked: true, rerankMs: round2(stageRes.ms) };
       } else {
         this.opts.onRerankFallback?.();
@@ -308,10 +249,10 @@ export class SearchEngine implements SearchCore {
     }
     checkAborted(signal);
 
-    await null; // stage boundary: fusion, then evidence, across a batch
+    await null; // stage boundary: ranking, then evidence, across a batch
     const te = performance.now();
     const top = ranked.slice(0, limit);
-    const best = top.length ? Math.max(top[0]!.fused, 1e-9) : 1;
+    const best = top.length ? top[0]!.score : 0;
     const queryTerms = new Set(analyze(text));
     const results: SearchResult[] = top.map((c) => toResult(c, best, req.includeTree === true, queryTerms, applied, understanding));
     stage?.("evidence", (performance.now() - te) / 1000);
@@ -323,11 +264,103 @@ export class SearchEngine implements SearchCore {
     };
   }
 
+  /**
+   * The candidate pool of a query with its ranking features: the lexical and dense lists under the
+   * filter, joined, then explained by the store (per-field BM25, coverage, cosines) for every
+   * candidate. The training harness calls this with the filters a judged query is searched with.
+   */
+  async pool(text: string, filter: Filter | undefined, understanding: QueryUnderstanding, stage?: EngineOptions["onStage"], signal?: AbortSignal): Promise<CandidatePool> {
+    const info = await this.store.info();
+    if (info.version === null) throw new ReposearchError(ErrorCode.Unavailable, "the index is not loaded yet");
+    if (info.embedderId && info.embedderId !== this.embedderId) void this.ensureEmbedder(info.embedderId);
+    checkAborted(signal);
+    const embedder = info.embedderId !== null && this.embedderId === info.embedderId ? this.embedder : null;
+
+    // Searches that arrive together (a SearchStream message) run interleaved, and each `await null`
+    // below ends a stage, so a batch runs stage by stage: every lexical search, then every embedding,
+    // every dense search, every ranking, every evidence. With two serving processes on two cores that
+    // order cost ~3% less CPU per request than a search's stages back to back (docs/performance.md):
+    // each stage's data stays in cache for the whole batch.
+    const use = this.opts.retrievers ?? { lexical: true, dense: true };
+    const sizes = this.opts.candidates ?? { lexical: LEXICAL_CANDIDATES, dense: DENSE_CANDIDATES, popular: POPULAR_CANDIDATES };
+    const lexicalP = use.lexical
+      ? timed(() => this.store.lexicalSearch({ text, filter, limit: sizes.lexical, popular: sizes.popular ?? undefined }), "lexical", stage)
+      : Promise.resolve(null);
+    let vector: Float32Array | null = null;
+    const denseP = embedder
+      ? (async () => {
+          await null; // stage by stage across a batch (see "Searches that arrive together" above)
+          const [vec] = await timed(() => embedder.embed([text]), "embed", stage);
+          checkAborted(signal);
+          // An all-zero vector means the embedder knows none of the query's words: every cosine is
+          // 0, so dense retrieval would only return arbitrary (popular) repositories as "matches".
+          if (!vec!.some((x) => x !== 0)) return use.dense ? [] : null;
+          vector = vec!;
+          if (!use.dense) return null;
+          return timed(() => this.store.denseSearch({ vector: vec!, filter, limit: sizes.dense, ef: this.opts.denseEf }), "dense", stage);
+        })()
+      : Promise.resolve(null);
+    const [lexHits, denseHits] = await Promise.all([lexicalP, denseP]);
+    checkAborted(signal);
+
+    const t0 = performance.now();
+    const byKey = new Map<string, Candidate>();
+    // The hits' own point ids (no re-hashing of keys): explain addresses candidates by id.
+    const ids: PointId[] = [];
+    (lexHits ?? []).forEach((h, i) => {
+      byKey.set(h.payload.key, { payload: h.payload, lexical: h.score, lexicalRank: i, denseRank: null, dense: null, score: 0 });
+      ids.push(h.id);
+    });
+    const denseRanks = new Map<string, number>();
+    (denseHits ?? []).forEach((h, i) => {
+      denseRanks.set(h.payload.key, i);
+      if (!byKey.has(h.payload.key)) {
+        byKey.set(h.payload.key, { payload: h.payload, lexical: null, lexicalRank: null, denseRank: i, dense: null, score: 0 });
+        ids.push(h.id);
+      }
+    });
+    const explanation = await this.store.explain({ text, vector: use.dense ? vector : null, ids, payloads: [...byKey.values()].map((c) => c.payload) });
+    const candidates = [...byKey.values()].map((c, i) => ({ ...c, denseRank: denseRanks.get(c.payload.key) ?? null, dense: explanation.dense ? explanation.dense[i]! : null }));
+    const features = extractFeatures(
+      {
+        text,
+        understanding,
+        explanation,
+        lexicalTop: lexHits?.[0]?.score ?? 0,
+        lexicalTenth: lexHits?.[Math.min(9, lexHits.length - 1)]?.score ?? 0,
+        now: this.opts.now?.() ?? new Date(),
+      },
+      candidates,
+    );
+    return { candidates, features, lexicalHits: lexHits?.length ?? null, denseHits: denseHits?.length ?? null, featureSeconds: (performance.now() - t0) / 1000 };
+  }
+
+  /** Each retriever's share of the ranker's split gain, reported as its `weight` in meta.methods. */
+  private get methodWeights(): { lexical: number; dense: number } {
+    return (this.weights ??= retrieverWeights(this.ranker));
+  }
+  private weights: { lexical: number; dense: number } | null = null;
+
   async close(): Promise<void> {
     this.closed = true;
     await this.embedder?.close().catch(() => {});
     await this.opts.reranker?.close().catch(() => {});
   }
+}
+
+/** Each retriever's share of the model's use (its features' importance), reported as meta.methods' weights. */
+export function retrieverWeights(model: RankerModel): { lexical: number; dense: number } {
+  let lexical = 0;
+  let dense = 0;
+  FEATURES.forEach((f, i) => {
+    if (f === "lex" || f === "lex_rank" || f === "coverage" || f.startsWith("field_") || f === "q_lex_top" || f === "q_lex_gap") lexical += model.importance[i]!;
+    else if (f.startsWith("dense") || f === "q_dense_top") dense += model.importance[i]!;
+  });
+  return { lexical, dense };
+}
+
+function round4(x: number): number {
+  return Math.round(x * 10_000) / 10_000;
 }
 
 function round2(x: number): number {
@@ -362,72 +395,40 @@ async function timed<T>(fn: () => Promise<T>, name: Stage, stage: EngineOptions[
 
 const NO_UNDERSTANDING: QueryUnderstanding = Object.freeze({ language: null, categories: [], notes: [] });
 
-const LOG_STARS_MAX = Math.log1p(500_000);
-
 /**
- * Normalised-score fusion: lexical scores divided by the best lexical score, dense cosines min-max
- * scaled over the dense candidates; a candidate missing from one list scores 0 there. Priors add
- * small, bounded amounts. Sorted best first, ties by key for determinism.
+ * Orders a pool by the ranker's score, best first (ties by key, for determinism). Scores are the
+ * model's raw outputs; results report them relative to the best (see toResult).
  */
-export function fuse(lex: readonly ScoredPoint[] | null, dense: readonly ScoredPoint[] | null, u: QueryUnderstanding, w: FusionWeights): Candidate[] {
-  lex ??= [];
-  // By row and rank columns when every hit carries the same version's columns (the embedded
-  // store); otherwise (Qdrant, or a new version published between the two retrievals) by key.
-  const columns = sharedColumns(lex, dense);
-  const joined = new Map<number | string, Candidate>();
-  const lexMax = lex.length ? Math.max(lex[0]!.score, 1e-9) : 1;
-  for (const h of lex) {
-    const row = columns ? h.row! : -1;
-    joined.set(columns ? row : h.payload.key, { payload: h.payload, row, lexical: h.score, dense: null, fused: 0 });
-  }
-  let dMin = 0;
-  let dMax = 1;
-  if (dense && dense.length) {
-    dMax = dense[0]!.score;
-    dMin = dense[dense.length - 1]!.score;
-    for (const h of dense) {
-      const row = columns ? h.row! : -1;
-      const key = columns ? row : h.payload.key;
-      const c = joined.get(key);
-      if (c) c.dense = h.score;
-      else joined.set(key, { payload: h.payload, row, lexical: null, dense: h.score, fused: 0 });
-    }
-  }
-  const dSpan = Math.max(dMax - dMin, 1e-6);
-  const qLanguage = columns && u.language !== null ? columns.languageCode(u.language) : -2;
-  const qCategories = columns ? u.categories.map((c) => columns.categoryCode(c)) : [];
-  const out = [...joined.values()];
-  for (const c of out) {
-    const ln = c.lexical === null ? 0 : c.lexical / lexMax;
-    const dn = c.dense === null ? 0 : (c.dense - dMin) / dSpan;
-    let stars: number;
-    let lang: number;
-    let cat: number;
-    if (columns) {
-      stars = columns.stars(c.row);
-      lang = columns.language(c.row) === qLanguage ? 1 : 0;
-      cat = qCategories.includes(columns.category(c.row)) ? 1 : 0;
-    } else {
-      const p = c.payload;
-      stars = p.stars ?? 0;
-      lang = u.language !== null && p.languageLc === u.language ? 1 : 0;
-      cat = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
-    }
-    const starsPrior = stars > 0 ? Math.min(1, Math.log1p(stars) / LOG_STARS_MAX) : 0;
-    c.fused = w.lexical * ln + w.dense * dn + w.stars * starsPrior + w.language * lang + w.category * cat;
-  }
-  // -1/0/1 only: returning b.fused - a.fused would box a heap number per comparison.
-  out.sort((a, b) => (a.fused > b.fused ? -1 : a.fused < b.fused ? 1 : a.payload.key < b.payload.key ? -1 : 1));
+export function rankPool(pool: CandidatePool, ranker: RankerModel): Candidate[] {
+  const scores = scoreRanker(ranker, pool.features);
+  const out = pool.candidates.map((c, i) => ((c.score = scores[i]!), c));
+  out.sort((a, b) => (a.score > b.score ? -1 : a.score < b.score ? 1 : a.payload.key < b.payload.key ? -1 : 1));
   return out;
 }
 
-/** The rank columns every hit carries (one version's, with rows), or null. */
-function sharedColumns(lex: readonly ScoredPoint[], dense: readonly ScoredPoint[] | null): RankColumns | null {
-  const columns = (lex[0] ?? dense?.[0])?.columns;
-  if (columns === undefined) return null;
-  for (const h of lex) if (h.columns !== columns || h.row === undefined) return null;
-  if (dense) for (const h of dense) if (h.columns !== columns || h.row === undefined) return null;
-  return columns;
+/** `owner/repo`, as GitHub spells repository names. */
+const FULL_NAME = /^[\w.-]+\/[\w.-]+$/;
+
+/**
+ * A query that is a repository's full name, current or former ("facebook/react"), is a lookup: that
+ * repository comes first whatever the ranker says (with the best score), as a web search engine answers
+ * a URL. Other candidates keep their order.
+ */
+export function promoteNamed(cands: Candidate[], text: string): Candidate[] {
+  const q = text.trim().toLowerCase();
+  if (cands.length < 2 || !FULL_NAME.test(q)) return cands;
+  const i = cands.findIndex((c) => c.payload.key === q || c.payload.aliasKeys.includes(q));
+  if (i <= 0) return cands;
+  const [named] = cands.splice(i, 1);
+  named!.score = Math.max(named!.score, cands[0]!.score);
+  cands.unshift(named!);
+  return cands;
+}
+
+let shipped: RankerModel | null = null;
+/** The model the core ships, loaded (and checked against FEATURES) on first use. */
+export function shippedRanker(): RankerModel {
+  return (shipped ??= loadRankerModel(rankerFile, "src/core/rank/ranker-model.json"));
 }
 
 /** What a reranker reads: richer than the first stage's fields (description plus README prose). */
@@ -452,7 +453,8 @@ function toResult(
     url: p.url,
     name: p.name,
     description: p.description,
-    score: Math.round(Math.max(0, Math.min(1, c.fused / best)) * 10_000) / 10_000,
+    // exp(score − best): 1 for the best result, in (0, 1] for the rest, ordered as the ranking.
+    score: Math.round(Math.exp(Math.min(0, c.score - best)) * 10_000) / 10_000,
     language: p.language,
     stars: p.stars,
     forks: p.forks,
@@ -462,5 +464,6 @@ function toResult(
     llmsUrl: llmsUrlOf(p),
     evidence: buildEvidence({ payload: p, queryTerms, semantic: c.dense, applied, understanding }),
   };
-  return includeTree ? { ...result, tree: compactTree(p.tree) } : result;
+  const named = p.aliases.length ? { ...result, aliases: [...p.aliases] } : result;
+  return includeTree ? { ...named, tree: compactTree(p.tree) } : named;
 }

@@ -28,6 +28,10 @@ function payload(i: number, over: Partial<RepoPayload> = {}): RepoPayload {
     languageLc: "go",
     category: "library",
     hash: `h${i}`,
+    aliases: [],
+    aliasKeys: [],
+    anchor: null,
+    mentions: 0,
     ...over,
   };
 }
@@ -67,4 +71,20 @@ test("groupThousands writes what Intl.NumberFormat(en-US) writes", () => {
   const cases = [0, 1, 12, 123, 999, 1_000, 12_345, 123_456, 1_234_567, 100_000, 1_000_000, -1, -1_234, -999_999, Number.MAX_SAFE_INTEGER, 2 ** 60, 1.5, -0];
   for (let i = 0; i < 2_000; i++) cases.push(Math.floor(Math.random() * 10 ** (1 + (i % 12))));
   for (const n of cases) assert.equal(groupThousands(n), fmt.format(n), String(n));
+});
+
+describe("evidence from other names and from the corpus", () => {
+  it("names a former name the query used, and what only other repositories say about the project", () => {
+    const p = payload(40, {
+      name: "jqlang/jq",
+      description: "Command-line JSON processor",
+      topics: [],
+      aliases: ["stedolan/jq"],
+      aliasKeys: ["stedolan/jq"],
+      anchor: "json shell filter pipelines",
+      mentions: 1234,
+    });
+    const [line] = evidence(p, "stedolan jq for shell pipelines");
+    assert.equal(line, "Matched terms in name (jq); former name stedolan/jq; how 1,234 other repositories describe it (shell, pipelines)");
+  });
 });

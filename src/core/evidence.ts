@@ -89,6 +89,10 @@ interface PreparedText {
   readonly name: readonly Word[];
   readonly description: readonly Word[];
   readonly topicTerms: readonly (readonly string[])[];
+  /** Each alias (an older owner/repo name) with its words. */
+  readonly aliases: readonly { readonly name: string; readonly words: readonly Word[] }[];
+  /** The anchor text: how other repositories describe the project. */
+  readonly anchor: readonly Word[];
   /** The description as the semantic-match line quotes it. */
   readonly descriptionSnippet: string | null;
 }
@@ -108,6 +112,8 @@ function preparedText(p: RepoPayload): PreparedText {
       name: wordsOf(p.name.replace(/[-_./]+/g, " ")),
       description: wordsOf(p.description),
       topicTerms: p.topics.map((topic) => analyzeWord(topic.replace(/-/g, " "))),
+      aliases: p.aliases.map((name) => ({ name, words: wordsOf(name.replace(/[-_./]+/g, " ")) })),
+      anchor: wordsOf(p.anchor),
       descriptionSnippet: p.description ? sanitizeSnippet(p.description, 120) : null,
     };
     textMemo.set(p, t);
@@ -149,10 +155,15 @@ export function buildEvidence(x: EvidenceInput): string[] {
     const inName = matched(text.name, terms);
     const inTopics = p.topics.filter((_, i) => text.topicTerms[i]!.some((a) => terms.has(a)));
     const inDesc = matched(text.description, terms);
+    const alias = text.aliases.find((a) => matched(a.words, terms).some((w) => !inName.includes(w)));
+    // What only the corpus says: words of the anchor text the repository's own text lacks.
+    const inAnchor = matched(text.anchor, terms).filter((w) => !inName.includes(w) && !inDesc.includes(w) && !inTopics.includes(w));
     const parts: string[] = [];
     if (inName.length) parts.push(`name (${inName.slice(0, 4).join(", ")})`);
+    if (alias) parts.push(`former name ${alias.name}`);
     if (inTopics.length) parts.push(`topics (${inTopics.slice(0, 4).join(", ")})`);
     if (inDesc.length) parts.push(`description (${inDesc.slice(0, 5).join(", ")})`);
+    if (inAnchor.length) parts.push(`how ${groupThousands(p.mentions)} other repositories describe it (${inAnchor.slice(0, 4).join(", ")})`);
     if (parts.length) out.push(sanitizeSnippet(`Matched terms in ${parts.join("; ")}`));
     else if (p.readme) {
       const w = windowAround(p.readme, terms, 160);

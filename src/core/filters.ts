@@ -2,7 +2,7 @@
  * The spec's `filters` object → the effective filters (defaults applied, reported as
  * meta.appliedFilters) → one Qdrant filter that both stores apply before ranking.
  *
- * Semantics chosen where the spec is silent (README, "Filters"):
+ * Semantics chosen where the spec is silent (docs/architecture.md, "Filters"):
  *   - excludeArchived drops rows whose flag is true; rows whose flag is not captured (null) stay.
  *   - star, fork and freshness bounds drop rows whose value is unknown (null): they cannot be shown
  *     to satisfy the bound.
@@ -77,7 +77,11 @@ export function toStoreFilter(a: AppliedFilters, now: Date = new Date()): Filter
     must.push({ key: "pushedAt", datetime_range: { gte: staleCutoff(a.staleAfterMonths, minute).toISOString() } });
   }
   if (a.excludeArchived) mustNot.push({ key: "isArchived", match: { value: true } });
-  if (a.excludeRepos.length > 0) mustNot.push({ key: "key", match: { any: [...new Set(a.excludeRepos.map((r) => r.toLowerCase()))] } });
+  if (a.excludeRepos.length > 0) {
+    // A project is excluded by any of its names: its current one or an alias (an old, moved name).
+    const keys = [...new Set(a.excludeRepos.map((r) => r.toLowerCase()))];
+    mustNot.push({ key: "key", match: { any: keys } }, { key: "aliasKeys", match: { any: keys } });
+  }
   if (a.categories.mode !== "all") {
     const inCats: Condition = { key: "category", match: { any: [...a.categories.values] } };
     if (a.categories.includeUncategorized) {

@@ -52,7 +52,7 @@ export function createCoreMetrics(registry?: Registry): CoreMetrics {
   });
   const stageDuration = histogram(reg, {
     name: "search_stage_duration_seconds",
-    help: "Duration of each search stage (embed, lexical, dense, fuse, rerank, evidence).",
+    help: "Duration of each search stage (embed, lexical, dense, rank, rerank, evidence).",
     labelNames: ["stage"] as const,
     buckets: [...STAGE_BUCKETS],
   });

@@ -34,7 +34,7 @@ export interface SearchResult {
   readonly url: string | null;
   readonly name: string;
   readonly description: string | null;
-  /** Fused relative score in [0, 1]: 1 for the best candidate of this query (see README "Scores"). */
+  /** Relative score in (0, 1]: 1 for the best candidate of this query (src/core/engine.ts, "Scores"). */
   readonly score: number;
   readonly language: string | null;
   readonly stars: number | null;
@@ -46,6 +46,8 @@ export interface SearchResult {
   /** Present only when includeTree was requested: the compact tree, or null where the index has none. */
   readonly tree?: string | null | undefined;
   readonly evidence: readonly string[];
+  /** Other `owner/repo` names of the same project (renamed, moved, mirrored); present only when it has any. */
+  readonly aliases?: readonly string[];
 }
 
 export type CategoryMode = "default" | "explicit" | "all";

@@ -103,6 +103,7 @@ export function normalizeRecord(raw: unknown): NormalizeResult {
       tree: stringArray(r, "tree", MAX_TREE),
       llmsTxtPaths: llmsTxt === null ? (llmsPaths && llmsPaths.length ? llmsPaths : null) : llmsTxt ? (llmsPaths ?? ["llms.txt"]) : [],
       lastSeen: date(r, "lastSeen"),
+      aliases: [],
     };
     return { ok: true, record };
   } catch (e) {

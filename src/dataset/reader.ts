@@ -9,7 +9,7 @@ import { Readable, PassThrough } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { createInterface } from "node:readline";
 import { ReposearchError, ErrorCode } from "../common/errors.js";
-import { normalizeRecord } from "./normalize.js";
+import { isNewer, normalizeRecord } from "./normalize.js";
 import type { RepoRecord } from "./record.js";
 
 export type DatasetItem =
@@ -114,4 +114,33 @@ export async function* readDataset(opened: OpenedSource): AsyncGenerator<Dataset
     rl.close();
     opened.stream.destroy();
   }
+}
+
+/**
+ * Every valid record of a dataset, one per key (the newest snapshot wins; see isNewer), in the order
+ * keys first appear. `limit` stops reading before the first record of a key beyond that many;
+ * `onItem` sees every item read until then, rejects included.
+ */
+export async function readUniqueRecords(
+  source: string | OpenedSource,
+  opts: { readonly limit?: number | undefined; readonly onItem?: (item: DatasetItem) => void } = {},
+): Promise<{ records: RepoRecord[]; duplicates: number }> {
+  const opened = typeof source === "string" ? await openSource(source) : source;
+  const byKey = new Map<string, RepoRecord>();
+  let duplicates = 0;
+  for await (const item of readDataset(opened)) {
+    if (item.kind === "record") {
+      const r = item.record;
+      const prev = byKey.get(r.key);
+      if (prev) {
+        duplicates++;
+        if (isNewer(r, prev)) byKey.set(r.key, r);
+      } else {
+        if (opts.limit !== undefined && byKey.size >= opts.limit) break;
+        byKey.set(r.key, r);
+      }
+    }
+    opts.onItem?.(item);
+  }
+  return { records: [...byKey.values()], duplicates };
 }

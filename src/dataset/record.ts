@@ -25,6 +25,11 @@ export interface RepoRecord {
   readonly llmsTxtPaths: readonly string[] | null;
   /** Newest snapshot date of any source (ISO date); decides which duplicate wins. */
   readonly lastSeen: string | null;
+  /**
+   * Other names of the same project (renamed, moved, mirrored), as `owner/repo`; [] for none. The
+   * dataset gives every record []; the indexer merges duplicate projects into one (src/corpus/dedup.ts).
+   */
+  readonly aliases: readonly string[];
 }
 
 export const CATEGORIES = [
@@ -46,7 +51,7 @@ export type Category = (typeof CATEGORIES)[number];
 
 /**
  * What the store keeps per point. Filterable fields (indexed by both stores):
- *   key (keyword), languageLc (keyword), topics (keyword[]), category (keyword or null),
+ *   key (keyword), aliasKeys (keyword[]), languageLc (keyword), topics (keyword[]), category (keyword or null),
  *   stars, forks (integer or null), pushedAt (datetime or null), isArchived (bool or null).
  */
 export interface RepoPayload extends RepoRecord {
@@ -56,4 +61,10 @@ export interface RepoPayload extends RepoRecord {
   readonly category: Category | null;
   /** Content hash of everything that determines this point (record + classifier + embedder). */
   readonly hash: string;
+  /** `aliases` lowercased: the keys an `excludeRepos` entry or an old name can name the project by. */
+  readonly aliasKeys: readonly string[];
+  /** What the corpus says the project is: words around other repositories' mentions of it (src/corpus/anchors.ts). */
+  readonly anchor: string | null;
+  /** How many repositories mention the project. */
+  readonly mentions: number;
 }

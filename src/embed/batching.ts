@@ -29,7 +29,6 @@ interface Pending {
 export class BatchingEmbedder implements Embedder {
   readonly id: string;
   readonly dims: number;
-  readonly domainAdapted?: boolean;
   readonly maxBatch: number;
   private readonly pending = new TurnBatch<Pending>((queue) => this.flush(queue), queueMicrotask);
 
@@ -42,7 +41,6 @@ export class BatchingEmbedder implements Embedder {
     }
     this.id = inner.id;
     this.dims = inner.dims;
-    if (inner.domainAdapted !== undefined) this.domainAdapted = inner.domainAdapted;
     this.maxBatch = opts.maxBatch;
   }
 

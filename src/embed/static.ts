@@ -29,7 +29,6 @@ export interface StaticModelMeta {
 export class StaticEmbedder implements Embedder {
   readonly id: string;
   readonly dims: number;
-  readonly domainAdapted: boolean;
   private readonly index: Map<string, number>;
 
   constructor(
@@ -43,7 +42,6 @@ export class StaticEmbedder implements Embedder {
     }
     this.id = `static:${meta.modelId}`;
     this.dims = meta.dims;
-    this.domainAdapted = typeof meta.trainedFrom === "string";
     this.index = new Map(vocab.map((t, i) => [t, i]));
   }
 

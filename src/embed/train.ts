@@ -43,7 +43,13 @@ export interface TrainConfig {
   readonly pairs: readonly PairKind[];
   /** Characters of stripped README text in a `readme` pair. */
   readonly readmeChars: number;
+  /** At most this many epochs; fewer when the held-out loss stops improving (`patience`). */
   readonly epochs: number;
+  /**
+   * Stop after this many epochs without a lower held-out loss, and keep the best epoch's model
+   * (0 = train every epoch). The held-out loss of the default build bottoms out at epoch 3 of 8.
+   */
+  readonly patience: number;
   readonly batchSize: number;
   readonly temperature: number;
   /** Adam step size on the unit-norm token directions. */
@@ -62,6 +68,7 @@ export const DEFAULT_TRAIN_CONFIG: TrainConfig = Object.freeze({
   pairs: ["name", "readme"] as const,
   readmeChars: 300,
   epochs: 8,
+  patience: 1,
   batchSize: 512,
   temperature: 0.2,
   lr: 1e-2,
@@ -78,6 +85,8 @@ export interface TrainedModelMeta extends StaticModelMeta {
     readonly config: TrainConfig;
     readonly dataFingerprint: string;
     readonly pairs: Record<PairKind, number>;
+    /** The epoch whose model was kept (early stopping on the held-out loss). */
+    readonly keptEpoch: number;
     readonly history: readonly EpochStats[];
     readonly seconds: number;
   };
@@ -483,6 +492,8 @@ export interface TrainHooks {
 export interface TrainResult {
   readonly model: StaticModel & { readonly meta: TrainedModelMeta };
   readonly history: EpochStats[];
+  /** The epoch whose model was kept: the last, or the one with the lowest held-out loss when stopping early. */
+  readonly keptEpoch: number;
   /** Loss before any update, on the held-out pairs (or on the first training batches without any). */
   readonly initialHeldOutLoss: number | null;
   readonly seconds: number;
@@ -547,6 +558,8 @@ export function trainStaticModel(init: StaticModel, pairs: PairSet, cfg: TrainCo
   };
   const order = train.slice();
   const steps = Math.ceil(order.length / cfg.batchSize);
+  // Early stopping: the best epoch's rows are kept while later epochs try to beat its held-out loss.
+  let best: { epoch: number; loss: number; vectors: Float32Array } | null = null;
   const dropRnd = seededRandom(cfg.seed ^ 0xd0d0);
   const identity = Int32Array.from({ length: cfg.batchSize }, (_, i) => i);
   for (let epoch = 1; epoch <= cfg.epochs; epoch++) {
@@ -576,8 +589,14 @@ export function trainStaticModel(init: StaticModel, pairs: PairSet, cfg: TrainCo
     const stats: EpochStats = { epoch, loss: sum / Math.max(1, cnt), heldOutLoss: evalLoss(), seconds: (performance.now() - te) / 1000 };
     history.push(stats);
     hooks.onEpoch?.(stats, rows);
+    if (cfg.patience > 0 && stats.heldOutLoss !== null) {
+      if (best === null || stats.heldOutLoss < best.loss) best = { epoch, loss: stats.heldOutLoss, vectors: rows() };
+      else if (epoch - best.epoch >= cfg.patience) break;
+    }
   }
-  const vectors = rows();
+  const lastEpoch = history.length;
+  const vectors = best !== null && best.epoch !== lastEpoch ? best.vectors : rows();
+  const keptEpoch = best?.epoch ?? lastEpoch;
   const seconds = (performance.now() - t0) / 1000;
   const dataFingerprint = pairFingerprint(pairs);
   const meta: TrainedModelMeta = {
@@ -590,9 +609,9 @@ export function trainStaticModel(init: StaticModel, pairs: PairSet, cfg: TrainCo
     createdAt: new Date().toISOString(),
     weighting: `${init.meta.weighting}+infonce(tau=${cfg.temperature})`,
     trainedFrom: init.meta.modelId,
-    training: { version: TRAIN_VERSION, config: cfg, dataFingerprint, pairs: pairs.perKind, history, seconds },
+    training: { version: TRAIN_VERSION, config: cfg, dataFingerprint, pairs: pairs.perKind, keptEpoch, history, seconds },
   };
-  return { model: { meta, vocab: init.vocab, vectors }, history, initialHeldOutLoss, seconds };
+  return { model: { meta, vocab: init.vocab, vectors }, history, keptEpoch, initialHeldOutLoss, seconds };
 }
 
 /** Reads a static model directory (the format writeStaticModel writes). */

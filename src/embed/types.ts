@@ -6,11 +6,6 @@ export interface Embedder {
   /** Stable identity of the model and its settings; part of every point's content hash. */
   readonly id: string;
   readonly dims: number;
-  /**
-   * True for a model fine-tuned on this corpus (a trained static model). Fusion then weighs the dense
-   * side with the profile fitted for such models (src/core/fusion-weights.json).
-   */
-  readonly domainAdapted?: boolean;
   embed(texts: readonly string[]): Promise<Float32Array[]>;
   close(): Promise<void>;
 }

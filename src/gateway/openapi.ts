@@ -208,7 +208,7 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
       excludeRepos: {
         type: "array",
         maxItems: LIMITS.excludeReposMaxItems,
-        description: "Repositories to omit from the results, as `owner/repo`. At most 50 items.",
+        description: "Repositories to omit from the results, as `owner/repo`. At most 50 items. A project known under several names (see Result.aliases) is omitted by any of them.",
         items: {
           type: "string",
           pattern: OWNER_REPO_PATTERN,
@@ -286,6 +286,13 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
         examples: ["README.md\nsrc/\nsrc/index.ts\npackage.json"],
       },
       evidence: { type: "array", items: { type: "string" }, description: "Snippets explaining why the repository matched." },
+      aliases: {
+        type: "array",
+        items: { type: "string" },
+        description:
+          "Present only when the project is known under other `owner/repo` names (renamed, moved or mirrored); the index merges them into this one result. Searching for, or excluding, any of these names finds or excludes this project.",
+        examples: [["facebook/react"]],
+      },
     },
   },
   Meta: {

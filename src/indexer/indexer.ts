@@ -1,7 +1,8 @@
 /**
- * The batch indexer: dataset → validate/normalise → dedupe → shard slice → diff against the store by
- * content hash → embed + classify only what changed → durable upserts (checkpoints) → deletes → atomic
- * publish. Re-running after a kill resumes from the store writer's checkpoints.
+ * The batch indexer: dataset → validate/normalise → dedupe keys → one record per project and its corpus
+ * evidence (src/corpus) → shard slice → diff against the store by content hash → embed + classify only
+ * what changed → durable upserts (checkpoints) → deletes → atomic publish. Re-running after a kill
+ * resumes from the store writer's checkpoints.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -10,9 +11,10 @@ import { fnv1a32, pointIdFor, sha256Hex } from "../common/hash.js";
 import type { Logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
 import { createClassifier } from "../classify/classifier.js";
-import { openSource, readDataset } from "../dataset/reader.js";
-import { isNewer } from "../dataset/normalize.js";
-import type { RepoPayload, RepoRecord } from "../dataset/record.js";
+import { openSource, readUniqueRecords } from "../dataset/reader.js";
+import type { RepoRecord } from "../dataset/record.js";
+import type { ProjectEvidence } from "../corpus/anchors.js";
+import { CORPUS_RECIPE, evidenceOf, prepareCorpus, toPayload } from "../corpus/prepare.js";
 import { EmbedPool } from "../embed/pool.js";
 import { specFromConfig } from "../embed/factory.js";
 import type { Embedder } from "../embed/types.js";
@@ -72,6 +74,10 @@ export interface IndexReport {
   readonly rejected: number;
   readonly rejects: readonly Reject[];
   readonly duplicates: number;
+  /** Records merged into another project's record as its aliases (renamed, moved, mirrored). */
+  readonly aliasesMerged: number;
+  /** Projects with corpus evidence (an anchor text). */
+  readonly projectsWithAnchors: number;
   readonly inSlice: number;
   readonly unchanged: number;
   readonly embedded: number;
@@ -86,9 +92,12 @@ export interface IndexReport {
 
 const REJECTS_KEPT_IN_REPORT = 1000;
 
-/** Everything that determines a point: the record, how its text is built, classified and embedded. */
-export function contentHash(r: RepoRecord, classifierId: string, embedderId: string): string {
-  return sha256Hex(JSON.stringify([DOC_TEXT_VERSION, classifierId, embedderId, r]));
+/**
+ * Everything that determines a point: the record, its corpus evidence (which other records change), how
+ * its text is built, classified and embedded.
+ */
+export function contentHash(r: RepoRecord, evidence: ProjectEvidence, classifierId: string, embedderId: string): string {
+  return sha256Hex(JSON.stringify([DOC_TEXT_VERSION, CORPUS_RECIPE, classifierId, embedderId, r, evidence]));
 }
 
 export async function runIndex(o: IndexOptions): Promise<IndexReport> {
@@ -103,44 +112,35 @@ export async function runIndex(o: IndexOptions): Promise<IndexReport> {
     lap = now;
   };
 
-  // 1. Read, validate, normalise, dedupe (newest snapshot wins).
+  // 1. Read, validate, normalise, dedupe keys (newest snapshot wins).
   const source = await openSource(o.dataset);
-  const byKey = new Map<string, RepoRecord>();
   const rejects: Reject[] = [];
   let rejected = 0;
   let linesRead = 0;
   let valid = 0;
-  let duplicates = 0;
   progress.start("read", source.totalBytes ?? 0);
-  for await (const item of readDataset(source)) {
-    linesRead = item.line;
-    if (item.kind === "reject") {
-      rejected++;
-      if (rejects.length < REJECTS_KEPT_IN_REPORT) rejects.push({ line: item.line, reason: item.reason });
-      continue;
-    }
-    const r = item.record;
-    const prev = byKey.get(r.key);
-    if (prev) {
-      duplicates++;
-      if (isNewer(r, prev)) byKey.set(r.key, r);
-    } else {
-      // --limit N indexes the first N repositories of the dataset; reading stops there.
-      if (o.limit !== undefined && byKey.size >= o.limit) break;
-      byKey.set(r.key, r);
-    }
-    valid++;
-    if ((valid & 4095) === 0) progress.update(source.bytesRead());
-  }
+  const { records: unique, duplicates } = await readUniqueRecords(source, {
+    limit: o.limit,
+    onItem: (item) => {
+      linesRead = item.line;
+      if (item.kind === "reject") {
+        rejected++;
+        if (rejects.length < REJECTS_KEPT_IN_REPORT) rejects.push({ line: item.line, reason: item.reason });
+      } else if ((++valid & 4095) === 0) progress.update(source.bytesRead());
+    },
+  });
   progress.update(source.bytesRead(), source.bytesRead());
   progress.finish();
   if (rejected > 0) {
     logger.warn("dataset lines rejected", { rejected, first: rejects.slice(0, 10).map((r) => `line ${r.line}: ${r.reason}`) });
   }
-  const all = [...byKey.values()];
-  const records = all.filter((r) => inShard(pointIdFor(r.key), shard));
   mark("read");
-  logger.info("dataset read", { linesRead, valid, rejected, duplicates, unique: all.length, inSlice: records.length });
+  const corpus = prepareCorpus(unique);
+  const all = corpus.records;
+  const records = all.filter((r) => inShard(pointIdFor(r.key), shard));
+  mark("corpus");
+  logger.info("dataset read", { linesRead, valid, rejected, duplicates, unique: unique.length, projects: all.length, inSlice: records.length });
+  logger.info("corpus prepared", { ...corpus.stats, seconds: seconds.corpus });
 
   // 2. The embedder. A static model is distilled from the whole dataset (not just this shard's slice),
   //    so every shard derives the very same model and their vectors share one space.
@@ -154,7 +154,7 @@ export async function runIndex(o: IndexOptions): Promise<IndexReport> {
       dims: ek.staticDims,
       workers: ek.workers,
       retrain: Boolean(o.retrainEmbedder),
-      train: ek.staticTrainEpochs > 0 ? { ...DEFAULT_TRAIN_CONFIG, epochs: ek.staticTrainEpochs } : null,
+      train: ek.staticTrainEpochs > 0 ? { ...DEFAULT_TRAIN_CONFIG, epochs: ek.staticTrainEpochs, patience: ek.staticTrainPatience } : null,
       logger,
       progress,
     });
@@ -174,7 +174,7 @@ export async function runIndex(o: IndexOptions): Promise<IndexReport> {
     const writer = await o.store.openWriter({ writerId, dims: embedder.dims, embedderId: embedder.id });
     const existing = await writer.hashes();
     const wanted = new Map<string, { r: RepoRecord; hash: string }>();
-    for (const r of records) wanted.set(pointIdFor(r.key), { r, hash: contentHash(r, classifier.id, embedder.id) });
+    for (const r of records) wanted.set(pointIdFor(r.key), { r, hash: contentHash(r, evidenceOf(corpus, r.key), classifier.id, embedder.id) });
     const todo: { r: RepoRecord; hash: string }[] = [];
     let unchanged = 0;
     for (const [id, w] of wanted) {
@@ -198,8 +198,7 @@ export async function runIndex(o: IndexOptions): Promise<IndexReport> {
       const vectors = await embedder.embed(part.map((w) => embeddingText(w.r)));
       const points: Point[] = part.map((w, k) => {
         const c = classifier.classify(w.r, vectors[k]);
-        const payload: RepoPayload = { ...w.r, languageLc: w.r.language?.toLowerCase() ?? null, category: c.category, hash: w.hash };
-        return { id: pointIdFor(w.r.key), vector: vectors[k]!, payload };
+        return { id: pointIdFor(w.r.key), vector: vectors[k]!, payload: toPayload(w.r, evidenceOf(corpus, w.r.key), c.category, w.hash) };
       });
       await writer.upsert(points);
       embedded += part.length;
@@ -232,6 +231,8 @@ export async function runIndex(o: IndexOptions): Promise<IndexReport> {
       rejected,
       rejects,
       duplicates,
+      aliasesMerged: corpus.stats.merged,
+      projectsWithAnchors: corpus.stats.projects,
       inSlice: records.length,
       unchanged,
       embedded,

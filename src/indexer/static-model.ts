@@ -154,6 +154,6 @@ export async function trainModel(o: TrainModelOptions): Promise<TrainModelResult
   });
   await mkdir(root, { recursive: true });
   await writeStaticModel(root, res.model);
-  o.logger.info("static model trained", { modelId, seconds: +res.seconds.toFixed(1) });
+  o.logger.info("static model trained", { modelId, epochs: res.history.length, keptEpoch: res.keptEpoch, seconds: +res.seconds.toFixed(1) });
   return { ...base, trained: res };
 }

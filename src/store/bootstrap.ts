@@ -8,13 +8,15 @@ import { createClassifier } from "../classify/classifier.js";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { pointIdFor } from "../common/hash.js";
 import type { Logger } from "../common/logger.js";
-import { openSource, readDataset } from "../dataset/reader.js";
-import type { RepoPayload, RepoRecord } from "../dataset/record.js";
-import { LexicalIndex } from "./embedded/lexical.js";
+import { readUniqueRecords } from "../dataset/reader.js";
+import type { RepoPayload } from "../dataset/record.js";
+import { evidenceOf, prepareCorpus, toPayload } from "../corpus/prepare.js";
+import { LexicalIndex, lexicalDocOf } from "./embedded/lexical.js";
 import { PayloadIndex } from "./embedded/payload-index.js";
-import { lexicalDocOf } from "./embedded/segment.js";
 import type { Filter } from "./filter.js";
-import type { DenseQuery, LexicalQuery, PointId, ScoredPoint, StoreInfo, StoreWriter, VectorStore } from "./types.js";
+import { explainRows } from "./embedded/explain.js";
+import { Bitset } from "./embedded/bitset.js";
+import { appendPopular, checkPopular, withCondition, type DenseQuery, type Explanation, type ExplainQuery, type LexicalQuery, type PointId, type ScoredPoint, type StoreInfo, type StoreWriter, type VectorStore } from "./types.js";
 
 export const BOOTSTRAP_VERSION = "bootstrap";
 
@@ -31,23 +33,18 @@ export class BootstrapStore implements VectorStore {
     this.rowById = new Map(ids.map((id, i) => [id, i]));
   }
 
-  /** Reads the dataset (newest duplicate wins) and builds the lexical and payload indexes. */
+  /** Reads the dataset (newest duplicate wins, one record per project) and builds the lexical and payload indexes. */
   static async build(dataset: string, opts: { logger?: Logger; limit?: number } = {}): Promise<BootstrapStore> {
     const t0 = performance.now();
-    const byKey = new Map<string, RepoRecord>();
-    for await (const item of readDataset(await openSource(dataset))) {
-      if (item.kind !== "record") continue;
-      const prev = byKey.get(item.record.key);
-      if (!prev || (item.record.lastSeen ?? "") > (prev.lastSeen ?? "")) byKey.set(item.record.key, item.record);
-      if (opts.limit !== undefined && byKey.size >= opts.limit) break;
-    }
+    const { records } = await readUniqueRecords(dataset, { limit: opts.limit });
     // Rules only: the embedding-based half of the classifier needs the model the full build distils.
     const classifier = await createClassifier();
+    const corpus = prepareCorpus(records);
     const ids: PointId[] = [];
     const payloads: RepoPayload[] = [];
-    for (const r of byKey.values()) {
+    for (const r of corpus.records) {
       ids.push(pointIdFor(r.key));
-      payloads.push({ ...r, languageLc: r.language?.toLowerCase() ?? null, category: classifier.classify(r).category, hash: "" });
+      payloads.push(toPayload(r, evidenceOf(corpus, r.key), classifier.classify(r).category, ""));
     }
     const lexical = payloads.length ? LexicalIndex.build(payloads.map(lexicalDocOf)) : null;
     const payloadIndex = PayloadIndex.build(ids, payloads);
@@ -66,8 +63,13 @@ export class BootstrapStore implements VectorStore {
 
   async lexicalSearch(q: LexicalQuery): Promise<ScoredPoint[]> {
     const allow = this.payloadIndex.evaluate(q.filter);
-    if (!this.lexical || q.limit <= 0 || q.text.trim() === "") return [];
-    return this.lexical.search(q.text, q.limit, allow).map((h) => ({ id: this.ids[h.idx]!, score: h.score, payload: this.payloads[h.idx]! }));
+    const popular = q.popular ? checkPopular(q.popular) : null;
+    if (!this.lexical || (q.limit <= 0 && !popular) || q.text.trim() === "") return [];
+    const toScored = (hits: readonly { idx: number; score: number }[]) => hits.map((h) => ({ id: this.ids[h.idx]!, score: h.score, payload: this.payloads[h.idx]! }));
+    if (!popular) return toScored(this.lexical.search(q.text, q.limit, allow));
+    const also = this.payloadIndex.evaluate(withCondition(q.filter, { key: "stars", range: { gte: popular.minStars } })) ?? Bitset.full(this.ids.length);
+    const res = this.lexical.searchWithAlso(q.text, Math.max(0, q.limit), allow, also, popular.limit);
+    return appendPopular(toScored(res.hits), toScored(res.also));
   }
 
   async count(filter?: Filter): Promise<number> {
@@ -80,6 +82,10 @@ export class BootstrapStore implements VectorStore {
       const row = this.rowById.get(id);
       return row === undefined ? null : this.payloads[row]!;
     });
+  }
+
+  async explain(q: ExplainQuery): Promise<Explanation> {
+    return explainRows({ lexical: this.lexical, vectors: null, dims: 0, rowOf: (id) => this.rowById.get(id) }, q);
   }
 
   async openWriter(): Promise<StoreWriter> {
@@ -125,6 +131,9 @@ export class FallbackStore implements VectorStore {
   }
   async retrieve(ids: readonly PointId[]): Promise<(RepoPayload | null)[]> {
     return (await this.current()).retrieve(ids);
+  }
+  async explain(q: ExplainQuery): Promise<Explanation> {
+    return (await this.current()).explain(q);
   }
   openWriter(opts: { writerId: string; dims: number; embedderId: string }): Promise<StoreWriter> {
     return this.primary.openWriter(opts);

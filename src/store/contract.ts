@@ -70,6 +70,11 @@ export function contractPoint(i: number, version = 1): Point {
     readme: i === 21 ? "# Heading\n\nSome **markdown** readme text." : null,
     tree: i % 8 === 0 ? ["src/", "README.md"] : null,
     llmsTxtPaths: i % 8 === 0 ? [] : null,
+    // Point 7 is a project merged from an older name, which other repositories describe.
+    aliases: i === 7 ? ["Legacy/quaternion-kit"] : [],
+    aliasKeys: i === 7 ? ["legacy/quaternion-kit"] : [],
+    anchor: i === 7 ? "rotation math" : null,
+    mentions: i === 7 ? 3 : 0,
     lastSeen: "2026-01-01",
     languageLc: language?.toLowerCase() ?? null,
     category: i % 5 === 0 ? null : CATEGORIES[i % CATEGORIES.length]!,
@@ -128,6 +133,7 @@ export const CONTRACT_FILTERS: readonly [string, Filter][] = [
   ["key except", { must: [{ key: "key", match: { except: ["org1/proj-1", "org2/proj-2", "org3/proj-3"] } }] }],
   ["key any", { must: [{ key: "key", match: { any: ["org3/proj-3", "org4/proj-4", "org0/proj-40", "nobody/none"] } }] }],
   ["has_id", { must: [{ has_id: [idOf(5), idOf(6), idOf(30)] }] }],
+  ["aliasKeys any (excludeRepos by an old name)", { must_not: [{ key: "aliasKeys", match: { any: ["legacy/quaternion-kit", "nobody/none"] } }] }],
   [
     "nested combination",
     {
@@ -228,6 +234,40 @@ export function storeContract(name: string, fresh: () => Promise<ContractStore>,
       assert.deepEqual(await store().lexicalSearch({ text: "   ", limit: 5 }), []);
       assert.deepEqual(await store().lexicalSearch({ text: "quaternion", limit: 0 }), []);
       assert.deepEqual(await store().denseSearch({ vector: randomVector(2), limit: 0 }), []);
+    });
+
+    it("an alias's owner and the anchor text are searchable", async () => {
+      assert.equal((await store().lexicalSearch({ text: "legacy", limit: 3 }))[0]?.id, idOf(7));
+      assert.equal((await store().lexicalSearch({ text: "rotation math", limit: 3 }))[0]?.id, idOf(7));
+    });
+
+    it("explain: per-field BM25 where the terms are, coverage, and exact cosines, for any ids", async () => {
+      const query = randomVector(800);
+      const ids = [idOf(7), idOf(13), UNKNOWN_ID, idOf(21)];
+      for (const payloads of [undefined, ids.map((id) => ALL.find((p) => p.id === id)?.payload ?? null)]) {
+        const ex = await store().explain({
+          text: "quaternion legacy zygomorph markdown",
+          vector: query,
+          ids,
+          ...(payloads && payloads.every((p) => p !== null) ? { payloads: payloads as RepoPayload[] } : {}),
+        });
+        const F = 6; // owner, repo, description, topics, readme, anchor
+        const positive = (row: number) => Array.from(ex.fields.subarray(row * F, (row + 1) * F), (x) => (x > 0 ? 1 : 0));
+        assert.deepEqual(positive(0), [1, 1, 1, 0, 0, 0], "point 7: the alias's owner and repository part, and the description");
+        assert.deepEqual(positive(1), [0, 0, 0, 1, 0, 0], "point 13: a topic");
+        assert.deepEqual(positive(2), [0, 0, 0, 0, 0, 0], "an unknown id scores nothing");
+        assert.deepEqual(positive(3), [0, 0, 0, 0, 1, 0], "point 21: its README");
+        assert.deepEqual(ex.terms.map((t) => t.term), ["quaternion", "legaci", "zygomorph", "markdown"]);
+        // Each of those terms is in one point of N: the same idf everywhere, so coverage is a share of terms.
+        for (const t of ex.terms) assert.ok(Math.abs(t.idf - Math.log(1 + (N - 1 + 0.5) / 1.5)) < 1e-9, `${t.term} idf ${t.idf}`);
+        assert.deepEqual(Array.from(ex.coverage, (c) => Math.round(c * 100) / 100), [0.5, 0.25, 0, 0.25]);
+        const cos = (i: number) => dot(ALL[i]!.vector, query);
+        assert.ok(ex.dense !== null);
+        for (const [row, i] of [[0, 7], [1, 13], [3, 21]] as const) assert.ok(Math.abs(ex.dense[row]! - cos(i)) < 1e-4, `cosine of point ${i}: ${ex.dense[row]} vs ${cos(i)}`);
+        assert.equal(ex.dense[2], 0);
+      }
+      const lexicalOnly = await store().explain({ text: "quaternion", vector: null, ids: [idOf(7)] });
+      assert.equal(lexicalOnly.dense, null);
     });
 
     it("retrieve returns full payloads in request order, null for unknown ids", async () => {

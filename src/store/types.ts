@@ -2,8 +2,9 @@
  * The vector-store interface. Two implementations: the embedded pure-TypeScript store (default) and
  * QdrantStore. Both take the same Qdrant filter JSON (./filter.ts) and the same point ids.
  */
+import { ErrorCode, ReposearchError } from "../common/errors.js";
 import type { RepoPayload } from "../dataset/record.js";
-import type { Filter } from "./filter.js";
+import type { Condition, Filter } from "./filter.js";
 
 /** Point ids are UUIDs derived from the repository key (see pointIdFor), valid for Qdrant as-is. */
 export type PointId = string;
@@ -58,6 +59,52 @@ export interface LexicalQuery {
   readonly text: string;
   readonly filter?: Filter | undefined;
   readonly limit: number;
+  /**
+   * Also the best `limit` matches among repositories with at least `minStars` stars (under the same
+   * filter), appended after the `limit` best that are not among them. Their scores are at most the
+   * last of those, so the list stays best first. Keeps famous projects whose text matches only a
+   * little ("relational database" → mysql-server) in the ranker's pool.
+   */
+  readonly popular?: { readonly minStars: number; readonly limit: number } | undefined;
+}
+
+/** `filter` and `condition` both: the filter nested under a must with the condition. */
+export function withCondition(filter: Filter | undefined, condition: Condition): Filter {
+  return filter === undefined ? { must: [condition] } : { must: [condition, filter] };
+}
+
+/** Validates LexicalQuery.popular (a ValidationError naming the problem). */
+export function checkPopular(p: NonNullable<LexicalQuery["popular"]>): { readonly minStars: number; readonly limit: number } {
+  if (!Number.isInteger(p.limit) || p.limit < 0) throw new ReposearchError(ErrorCode.ValidationError, `popular.limit must be a non-negative integer (got ${p.limit})`);
+  if (!Number.isFinite(p.minStars) || p.minStars < 0) throw new ReposearchError(ErrorCode.ValidationError, `popular.minStars must be a number ≥ 0 (got ${p.minStars})`);
+  return p;
+}
+
+/** The lexical hits and the popular ones not among them, in that order (see LexicalQuery.popular). */
+export function appendPopular<T extends { readonly id: PointId }>(hits: readonly T[], popular: readonly T[]): T[] {
+  const seen = new Set(hits.map((h) => h.id));
+  return [...hits, ...popular.filter((h) => !seen.has(h.id))];
+}
+
+/** Ranking features for chosen candidates: how the query's words and vector match each of them. */
+export interface ExplainQuery {
+  readonly text: string;
+  /** The query's vector, or null when the search is lexical-only. */
+  readonly vector: Float32Array | null;
+  readonly ids: readonly PointId[];
+  /** The points' payloads when the caller holds them (parallel to ids): a remote store then reads none. */
+  readonly payloads?: readonly RepoPayload[];
+}
+
+export interface Explanation {
+  /** ids × LEXICAL_FIELDS (src/store/embedded/lexical.ts), row-major: each field's own BM25 score. */
+  readonly fields: Float32Array;
+  /** Per id: the idf-weighted share of the query's terms found in any field, in [0, 1]. */
+  readonly coverage: Float32Array;
+  /** The query's distinct analysed terms with their idf. */
+  readonly terms: readonly { readonly term: string; readonly idf: number }[];
+  /** Per id: cosine of the query vector and the point's; null without a query vector. */
+  readonly dense: Float32Array | null;
 }
 
 export interface StoreInfo {
@@ -100,6 +147,8 @@ export interface VectorStore {
   lexicalSearch(q: LexicalQuery): Promise<ScoredPoint[]>;
   count(filter?: Filter): Promise<number>;
   retrieve(ids: readonly PointId[]): Promise<(RepoPayload | null)[]>;
+  /** Features of the given points for the learned ranker; ids the store does not hold score 0. */
+  explain(q: ExplainQuery): Promise<Explanation>;
   openWriter(opts: { writerId: string; dims: number; embedderId: string }): Promise<StoreWriter>;
   close(): Promise<void>;
 }

@@ -135,6 +135,7 @@ export interface ProtoResult {
   readonly llmsUrl?: string;
   readonly tree?: { readonly text?: string };
   readonly evidence: readonly string[];
+  readonly aliases?: readonly string[];
 }
 
 export type ProtoCategoryMode = "CATEGORY_MODE_DEFAULT" | "CATEGORY_MODE_EXPLICIT" | "CATEGORY_MODE_ALL";
@@ -375,6 +376,7 @@ function resultToProto(r: SearchResult): ProtoResult {
     // undefined → no Tree message (not requested); null → empty Tree (requested, none).
     tree: r.tree === undefined ? undefined : r.tree === null ? {} : { text: r.tree },
     evidence: r.evidence,
+    aliases: r.aliases,
   });
 }
 
@@ -432,8 +434,11 @@ function resultFromProto(v: unknown, i: number): SearchResult {
     llmsUrl: r.optString("llmsUrl") ?? null,
     evidence: r.strings("evidence"),
   };
-  // The key is set only when tree was requested, so "not requested" stays distinguishable from null.
-  return tree === undefined ? out : { ...out, tree: tree.optString("text") ?? null };
+  const aliases = r.strings("aliases");
+  // The keys are set only when present: tree when requested (so "not requested" stays distinguishable
+  // from null), aliases when the project has any.
+  const withAliases = aliases.length ? { ...out, aliases } : out;
+  return tree === undefined ? withAliases : { ...withAliases, tree: tree.optString("text") ?? null };
 }
 
 function appliedFiltersFromProto(r: Reader): AppliedFilters {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Bitset } from "./bitset.js";
-import { DEFAULT_LEXICAL_PARAMS, LexicalIndex, type LexicalDoc, type LexicalParams } from "./lexical.js";
+import { DEFAULT_LEXICAL_PARAMS, LEXICAL_FORMAT_VERSION, LexicalIndex, type LexicalDoc, type LexicalParams } from "./lexical.js";
 
 const doc = (name: string, description: string | null, topics: string[] = [], readme: string | null = null): LexicalDoc => ({
   name,
@@ -204,13 +204,13 @@ test("deserialize rejects foreign, truncated and corrupted data with a clear mes
   assert.throws(() => LexicalIndex.deserialize(badMagic), /bad magic/);
   const badVersion = bytes.slice();
   new DataView(badVersion.buffer).setUint32(4, 99, true);
-  assert.throws(() => LexicalIndex.deserialize(badVersion), /format version 99, expected 1/);
+  assert.throws(() => LexicalIndex.deserialize(badVersion), new RegExp(`format version 99, expected ${LEXICAL_FORMAT_VERSION}`));
   assert.throws(() => LexicalIndex.deserialize(bytes.subarray(0, bytes.length - 8)), /header implies/);
   // A posting that points past the last row.
   const badDoc = bytes.slice();
   const dv = new DataView(badDoc.buffer);
   const terms = dv.getUint32(16, true);
-  const docsAt = Math.ceil((128 + 4 * (terms + 1)) / 8) * 8;
+  const docsAt = Math.ceil((256 + 4 * (terms + 1)) / 8) * 8; // after the 256-byte header
   const postingsAt = Math.ceil((docsAt + 4 * (terms + 1)) / 8) * 8;
   dv.setUint32(postingsAt, 1000, true);
   assert.throws(() => LexicalIndex.deserialize(badDoc), /not ascending row ids below 3/);
@@ -240,7 +240,7 @@ test("invalid parameters fail fast", () => {
   assert.throws(() => LexicalIndex.build(corpus, params(1, { repo: { weight: Number.NaN, b: 0.5 } })), /fields\.repo\.weight/);
   const zero = { weight: 0, b: 0.5 };
   assert.throws(
-    () => LexicalIndex.build(corpus, params(1, { owner: zero, repo: zero, description: zero, topics: zero, readme: zero })),
+    () => LexicalIndex.build(corpus, params(1, { owner: zero, repo: zero, description: zero, topics: zero, readme: zero, anchor: zero })),
     /at least one field weight/,
   );
   assert.throws(() => LexicalIndex.deserialize(LexicalIndex.build(corpus).serialize(), params(Number.POSITIVE_INFINITY, {})), /k1/);
@@ -263,4 +263,35 @@ test("top k: best first, ties by row, and every k a prefix of the full ranking",
     assert.ok(a.score > b.score || (a.score === b.score && a.idx < b.idx), `rank ${i}: ${JSON.stringify(a)} before ${JSON.stringify(b)}`);
   }
   for (const k of [1, 2, 7, 64, 150]) assert.deepEqual(index.search("alpha beta", k, null), all.slice(0, k));
+});
+
+test("explain scores each field on its own and reports coverage, for any rows", () => {
+  const docs = [
+    { name: "acme/rocket", description: "fast rocket engine", topics: [], readme: null },
+    { name: "beta/kit", description: "parts", topics: ["rocket"], readme: null, aliases: ["old/rocketkit"], anchor: "launch tooling" },
+    { name: "gamma/tools", description: "misc tools", topics: [], readme: null },
+  ];
+  const index = LexicalIndex.build(docs);
+  const ex = index.explain("rocket launch", [1, 0, 2]);
+  const F = 6;
+  const idfRocket = Math.log(1 + (3 - 2 + 0.5) / (2 + 0.5));
+  const idfLaunch = Math.log(1 + (3 - 1 + 0.5) / (1 + 0.5));
+  assert.deepEqual(ex.terms.map((t) => t.term), ["rocket", "launch"]);
+  assert.ok(Math.abs(ex.terms[0]!.idf - idfRocket) < 1e-12);
+  const k1 = DEFAULT_LEXICAL_PARAMS.k1;
+  const sat = (x: number) => (x * (k1 + 1)) / (k1 + x);
+  // Row 1 (first asked): "rocket" in topics (length 1, the only non-empty topics field) and "launch" in the anchor.
+  assert.ok(Math.abs(ex.fields[0 * F + 3]! - idfRocket * sat(1)) < 1e-5, `topics ${ex.fields[3]}`);
+  assert.ok(Math.abs(ex.fields[0 * F + 5]! - idfLaunch * sat(1)) < 1e-5, `anchor ${ex.fields[5]}`);
+  // The alias's repo part ("rocketkit") is indexed under the repo field, not "rocket" itself.
+  assert.equal(ex.fields[0 * F + 1], 0);
+  assert.ok(Math.abs(ex.coverage[0]! - 1) < 1e-6);
+  // Row 0: "rocket" in the repo name and the description; no "launch".
+  assert.ok(ex.fields[1 * F + 1]! > 0 && ex.fields[1 * F + 2]! > 0);
+  assert.ok(Math.abs(ex.coverage[1]! - idfRocket / (idfRocket + idfLaunch)) < 1e-6);
+  // Row 2 matches nothing.
+  assert.deepEqual(Array.from(ex.fields.subarray(2 * F, 3 * F)), [0, 0, 0, 0, 0, 0]);
+  assert.equal(ex.coverage[2], 0);
+  // An old name finds the project through the owner field.
+  assert.deepEqual(index.search("old", 5, null).map((h) => h.idx), [1]);
 });

@@ -1,6 +1,6 @@
 /**
- * The lexical index: BM25F over a repository's name (owner and repo part), description, topics and
- * README excerpt.
+ * The lexical index: BM25F over a repository's name (owner and repo part, its aliases' too), description,
+ * topics, README excerpt and anchor text (what other repositories say about it, src/corpus/anchors.ts).
  *
  * Scoring (Robertson & Zaragoza's simple BM25F): per field f, with weight w_f and length
  * normalisation b_f against the field's average length over documents where it is non-empty,
@@ -16,6 +16,7 @@
  * tf~ does not depend on the query, loading turns each posting into one Float32 impact
  * tf~·(k1+1)/(k1+tf~): a search then costs one multiply-add per posting.
  */
+import type { RepoPayload } from "../../dataset/record.js";
 import type { Bitset } from "./bitset.js";
 import { MinHeap } from "./engine-heap.js";
 import type { Hit } from "./types.js";
@@ -26,12 +27,31 @@ export interface LexicalDoc {
   readonly description: string | null;
   readonly topics: readonly string[];
   readonly readme: string | null;
+  /** Other `owner/repo` names of the project: an old name finds it. */
+  readonly aliases?: readonly string[];
+  readonly anchor?: string | null;
+}
+
+/** The lexical document of a stored payload. */
+export function lexicalDocOf(p: RepoPayload): LexicalDoc {
+  return { name: p.name, description: p.description, topics: p.topics, readme: p.readme, aliases: p.aliases, anchor: p.anchor };
 }
 
 /** Index fields; `name` ("owner/repo") is split so owner and repo name get their own weight and length norm. */
-export const LEXICAL_FIELDS = ["owner", "repo", "description", "topics", "readme"] as const;
+export const LEXICAL_FIELDS = ["owner", "repo", "description", "topics", "readme", "anchor"] as const;
 export type LexicalField = (typeof LEXICAL_FIELDS)[number];
 const F = LEXICAL_FIELDS.length;
+
+/** LexicalIndex.explain's answer. */
+export interface LexicalExplanation {
+  /** rows × LEXICAL_FIELDS, row-major: each field's own BM25 score of the query. */
+  readonly fields: Float32Array;
+  /** Per row: the idf-weighted share of the query's terms found in any field, in [0, 1]. */
+  readonly coverage: Float32Array;
+  /** The query's distinct analysed terms with their idf (terms absent from the index included). */
+  readonly terms: readonly { readonly term: string; readonly idf: number }[];
+  readonly docCount: number;
+}
 
 export interface FieldParams {
   /** Multiplies the field's term frequency (≥ 0; 0 ignores the field). */
@@ -60,13 +80,16 @@ export const DEFAULT_LEXICAL_PARAMS: LexicalParams = Object.freeze({
     description: Object.freeze({ weight: 1.0, b: 0.75 }),
     topics: Object.freeze({ weight: 1.0, b: 0.5 }),
     readme: Object.freeze({ weight: 0.1, b: 0.75 }),
+    anchor: Object.freeze({ weight: 0.5, b: 0.3 }),
   }),
 });
 
 const MAGIC = [0x52, 0x53, 0x4c, 0x58]; // "RSLX"
 /** Bump whenever the layout or the analyzer's output changes: old files must be rebuilt. */
-export const LEXICAL_FORMAT_VERSION = 1;
-const HEADER_BYTES = 128;
+export const LEXICAL_FORMAT_VERSION = 2;
+const HEADER_BYTES = 256;
+// The header holds counts (32 bytes), k1 and a weight and b per field (8 bytes each).
+if (32 + 8 + 16 * LEXICAL_FIELDS.length > HEADER_BYTES) throw new Error("lexical index: the header cannot hold every field's parameters");
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 interface Parts {
@@ -90,6 +113,8 @@ export class LexicalIndex {
   private readonly p: Parts;
   /** Per posting: tf~·(k1+1)/(k1+tf~), parallel to the postings' doc ids. */
   private readonly impacts: Float32Array;
+  /** Average tokens per non-empty field (the length norms' reference). */
+  private readonly avgLength: Float64Array;
   // Reused across searches (search is synchronous, so never shared by two calls at once).
   private readonly acc: Float32Array;
   private readonly touched: Uint32Array;
@@ -101,7 +126,8 @@ export class LexicalIndex {
     this.docCount = parts.docCount;
     this.termCount = parts.termOffsets.length - 1;
     this.postingCount = parts.docs.length;
-    this.impacts = postingImpacts(parts, params);
+    this.avgLength = fieldAverages(parts);
+    this.impacts = postingImpacts(parts, params, this.avgLength);
     this.acc = new Float32Array(parts.docCount);
     this.touched = new Uint32Array(parts.docCount);
   }
@@ -114,13 +140,24 @@ export class LexicalIndex {
 
   /** Top-k rows by BM25F score (> 0) among rows allowed by `allow` (null = all), best first. */
   search(text: string, k: number, allow: Bitset | null): Hit[] {
+    return this.searchWithAlso(text, k, allow, null, 0).hits;
+  }
+
+  /**
+   * search() plus, from the same pass over the postings, the top `alsoK` rows among those `also`
+   * admits (e.g. popular repositories): a second list best first, which may overlap the first.
+   */
+  searchWithAlso(text: string, k: number, allow: Bitset | null, also: Bitset | null, alsoK: number): { hits: Hit[]; also: Hit[] } {
     if (!Number.isInteger(k) || k < 0) throw new RangeError(`lexical search: k must be a non-negative integer, got ${k}`);
     if (allow !== null && allow.size !== this.docCount) {
       throw new RangeError(`lexical search: filter bitset has size ${allow.size}, index has ${this.docCount} rows`);
     }
-    if (k === 0 || this.docCount === 0) return [];
+    if (!Number.isInteger(alsoK) || alsoK < 0) throw new RangeError(`lexical search: alsoK must be a non-negative integer, got ${alsoK}`);
+    if (also !== null && also.size !== this.docCount) throw new RangeError(`lexical search: second bitset has size ${also.size}, index has ${this.docCount} rows`);
+    const none = { hits: [], also: [] };
+    if ((k === 0 && alsoK === 0) || this.docCount === 0) return none;
     const tokens = analyze(text);
-    if (tokens.length === 0) return [];
+    if (tokens.length === 0) return none;
     const qtf = new Map<string, number>();
     for (const t of tokens) qtf.set(t, (qtf.get(t) ?? 0) + 1);
 
@@ -145,21 +182,77 @@ export class LexicalIndex {
         acc[d] += w * x;
       }
     }
-    return this.topK(k, nt);
+    return this.topK(k, nt, also, alsoK);
   }
 
-  /** Collects the best k touched rows with a bounded min-heap and clears the accumulator. */
-  private topK(k: number, nt: number): Hit[] {
+  /**
+   * How `text` matches each of `rows`, field by field, for ranking features. Each field is scored as
+   * BM25 on its own (weight 1, the field's b and average length, the index's k1), so a ranker can
+   * learn what a match in the name, the description or the anchor text is worth; `coverage` is the
+   * idf-weighted share of the query's terms found in any field. A row's postings are found by binary
+   * search in each query term's list (ascending row ids): ~250 candidates cost a few thousand probes.
+   */
+  explain(text: string, rows: ArrayLike<number>): LexicalExplanation {
+    const n = rows.length;
+    const fields = new Float32Array(n * F);
+    const coverage = new Float32Array(n);
+    const terms: { readonly term: string; readonly idf: number }[] = [];
+    const qtf = new Map<string, number>();
+    for (const t of analyze(text)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
+    let idfSum = 0;
+    const { postingStarts, docs, tfs, lens } = this.p;
+    const { k1, fields: fp } = this.params;
+    const b = LEXICAL_FIELDS.map((f) => fp[f].b);
+    for (const [term, count] of qtf) {
+      const t = this.lookup(term);
+      const df = t < 0 ? 0 : postingStarts[t + 1]! - postingStarts[t]!;
+      const idf = Math.log(1 + (this.docCount - df + 0.5) / (df + 0.5));
+      terms.push({ term, idf });
+      idfSum += idf;
+      if (t < 0) continue;
+      const start = postingStarts[t]!;
+      const end = postingStarts[t + 1]!;
+      for (let i = 0; i < n; i++) {
+        const d = rows[i]!;
+        let lo = start;
+        let hi = end - 1;
+        while (lo <= hi) {
+          const mid = (lo + hi) >>> 1;
+          const v = docs[mid]!;
+          if (v < d) lo = mid + 1;
+          else if (v > d) hi = mid - 1;
+          else {
+            lo = mid;
+            break;
+          }
+        }
+        if (lo >= end || docs[lo] !== d) continue;
+        coverage[i] += idf;
+        for (let f = 0; f < F; f++) {
+          const tf = tfs[lo * F + f]!;
+          if (tf > 0) fields[i * F + f] += fieldTermScore(idf, count, tf, lens[d * F + f]!, this.avgLength[f]!, b[f]!, k1);
+        }
+      }
+    }
+    if (idfSum > 0) for (let i = 0; i < n; i++) coverage[i] /= idfSum;
+    return { fields, coverage, terms, docCount: this.docCount };
+  }
+
+  /** Collects the best k touched rows (and the best alsoK of those `also` admits) with bounded min-heaps, and clears the accumulator. */
+  private topK(k: number, nt: number, also: Bitset | null, alsoK: number): { hits: Hit[]; also: Hit[] } {
     const { acc, touched } = this;
     // The root is the worst kept (lowest score; on ties the highest row, so results are stable).
     const heap = new MinHeap(Math.min(k, nt));
+    const alsoWords = also === null || alsoK === 0 ? null : also.words;
+    const alsoHeap = alsoWords === null ? null : new MinHeap(Math.min(alsoK, nt));
     for (let i = 0; i < nt; i++) {
       const d = touched[i]!;
       const s = acc[d]!;
       acc[d] = 0;
-      heap.offer(d, s, k);
+      if (k > 0) heap.offer(d, s, k);
+      if (alsoWords !== null && ((alsoWords[d >>> 5]! >>> (d & 31)) & 1) !== 0) alsoHeap!.offer(d, s, alsoK);
     }
-    return heap.drainHits();
+    return { hits: heap.drainHits(), also: alsoHeap?.drainHits() ?? [] };
   }
 
   /** Binary search in the sorted dictionary (sorted by JS string order, so probes are decoded). */
@@ -274,8 +367,19 @@ function validateParams(params: LexicalParams): void {
   if (problems.length > 0) throw new RangeError(`invalid lexical params: ${problems.join("; ")}`);
 }
 
-function postingImpacts(p: Parts, params: LexicalParams): Float32Array {
-  const { lens, docCount: n, postingStarts, docs, tfs } = p;
+/**
+ * One term's BM25 score in one field, the field scored on its own (LexicalIndex.explain, and the Qdrant
+ * store's explain from payload text): idf · qtf · s(tf~), tf~ = tf / (1 − b + b · len / avg),
+ * s(x) = x(k1 + 1) / (k1 + x).
+ */
+export function fieldTermScore(idf: number, qtf: number, tf: number, len: number, avg: number, b: number, k1: number): number {
+  const norm = tf / (1 - b + (b * len) / avg);
+  return qtf * idf * ((norm * (k1 + 1)) / (k1 + norm));
+}
+
+/** Average length of each field over the documents where it is non-empty (1 for a field never filled). */
+function fieldAverages(p: Parts): Float64Array {
+  const { lens, docCount: n } = p;
   const sum = new Float64Array(F);
   const nonEmpty = new Float64Array(F);
   for (let d = 0; d < n; d++) {
@@ -287,9 +391,13 @@ function postingImpacts(p: Parts, params: LexicalParams): Float32Array {
       }
     }
   }
+  return Float64Array.from(sum, (s, f) => (nonEmpty[f]! > 0 ? s / nonEmpty[f]! : 1));
+}
+
+function postingImpacts(p: Parts, params: LexicalParams, avg: Float64Array): Float32Array {
+  const { lens, docCount: n, postingStarts, docs, tfs } = p;
   const w = LEXICAL_FIELDS.map((name) => params.fields[name].weight);
   const b = LEXICAL_FIELDS.map((name) => params.fields[name].b);
-  const avg = Array.from(sum, (s, f) => (nonEmpty[f]! > 0 ? s / nonEmpty[f]! : 1));
   // scale[d·F + f] = w_f / (1 − b_f + b_f · len / avg_f); an empty field has no postings.
   const scale = new Float32Array(n * F);
   for (let d = 0; d < n; d++) {
@@ -317,12 +425,27 @@ function postingImpacts(p: Parts, params: LexicalParams): Float32Array {
  */
 export function fieldTokens(doc: LexicalDoc, field: LexicalField | number): string[] {
   const name = typeof doc.name === "string" ? doc.name : "";
-  const slash = name.indexOf("/");
   switch (typeof field === "number" ? LEXICAL_FIELDS[field] : field) {
     case "owner":
-      return slash < 0 ? [] : analyze(name.slice(0, slash));
-    case "repo":
-      return analyze(slash < 0 ? name : name.slice(slash + 1));
+    case "repo": {
+      // The project's own name, then its aliases' (an alias's repo part only when it differs).
+      const part = (n: string, owner: boolean) => {
+        const i = n.indexOf("/");
+        return owner ? (i < 0 ? "" : n.slice(0, i)) : i < 0 ? n : n.slice(i + 1);
+      };
+      const owner = (typeof field === "number" ? LEXICAL_FIELDS[field] : field) === "owner";
+      const own = part(name, owner);
+      const out = own ? analyze(own) : [];
+      const seen = new Set([own.toLowerCase()]);
+      for (const alias of doc.aliases ?? []) {
+        const p = part(alias, owner);
+        if (p && !seen.has(p.toLowerCase())) {
+          seen.add(p.toLowerCase());
+          out.push(...analyze(p));
+        }
+      }
+      return out;
+    }
     case "description":
       return doc.description ? analyze(stripMarkup(doc.description)) : [];
     case "topics": {
@@ -333,6 +456,8 @@ export function fieldTokens(doc: LexicalDoc, field: LexicalField | number): stri
     }
     case "readme":
       return doc.readme ? analyze(stripMarkup(doc.readme)) : [];
+    case "anchor":
+      return doc.anchor ? analyze(doc.anchor) : [];
     default:
       return [];
   }

@@ -14,6 +14,7 @@ import { BoolIndex, DatetimeIndex, KeywordIndex, NumberIndex, type FieldIndex, t
 /** The indexed payload fields and their index types (mirrors the Qdrant payload schema). */
 export const INDEXED_FIELDS: Readonly<Record<string, FieldIndexType>> = {
   key: "keyword",
+  aliasKeys: "keyword",
   languageLc: "keyword",
   topics: "keyword",
   category: "keyword",

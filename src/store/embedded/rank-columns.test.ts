@@ -7,7 +7,7 @@ function payload(i: number, stars: number | null, languageLc: string | null, cat
   const key = `o/r${i}`;
   return {
     key, name: key, url: null, description: null, stars, forks: null, language: languageLc, topics: [], pushedAt: null,
-    isArchived: null, homepage: null, license: null, createdAt: null, readme: null, tree: null, llmsTxtPaths: null,
+    isArchived: null, homepage: null, license: null, createdAt: null, readme: null, tree: null, llmsTxtPaths: null, aliases: [], aliasKeys: [], anchor: null, mentions: 0,
     lastSeen: null, languageLc, category: category as Category | null, hash: `h${i}`,
   };
 }

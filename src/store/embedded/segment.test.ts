@@ -21,7 +21,7 @@ function payload(i: number): RepoPayload {
   return {
     key, name: key, url: `https://github.com/${key}`, description: i === 4 ? "向量数据库 🚀 café\u007f" : `project ${i} ${i % 3 === 0 ? "vector database" : "web framework"}`,
     stars: i * 10, forks: null, language, topics: i % 5 === 0 ? ["search"] : [], pushedAt: null, isArchived: null, homepage: null,
-    license: null, createdAt: null, readme: i === 3 ? "# Zanzibar\nauthorization system" : null, tree: null, llmsTxtPaths: null,
+    license: null, createdAt: null, readme: i === 3 ? "# Zanzibar\nauthorization system" : null, tree: null, llmsTxtPaths: null, aliases: [], aliasKeys: [], anchor: null, mentions: 0,
     lastSeen: null, languageLc: language.toLowerCase(), category: null, hash: `h${i}`,
   };
 }

@@ -14,7 +14,7 @@ import type { Point, PointId } from "../types.js";
 import { prepareDense, type DenseData } from "./dense.js";
 import { fsyncDir, writeFileDurable, type FileData } from "./fsutil.js";
 import { HnswGraph, type HnswParams } from "./hnsw.js";
-import { LexicalIndex, type LexicalDoc } from "./lexical.js";
+import { LexicalIndex, lexicalDocOf } from "./lexical.js";
 import { PayloadIndex } from "./payload-index.js";
 import { PackedRankColumns } from "./rank-columns.js";
 import { buildSubgraphs, DEFAULT_SUBGRAPH_OPTIONS, deserializeSubgraphs, materializeSubgraphs, serializeSubgraphs, type Subgraph, type SubgraphOptions } from "./subgraphs.js";
@@ -80,13 +80,6 @@ export type SegmentProgress = (stage: string, done: number, total: number) => vo
 
 /** Reproducible graph builds unless the caller picks a seed. */
 export const DEFAULT_HNSW_SEED = 0x5eed;
-
-export const lexicalDocOf = (p: RepoPayload): LexicalDoc => ({
-  name: p.name,
-  description: p.description,
-  topics: p.topics,
-  readme: p.readme,
-});
 
 interface SegmentMeta {
   readonly version: string;

@@ -27,7 +27,7 @@ function point(i: number): Point {
   const payload: RepoPayload = {
     key, name: key, url: null, description: i === 11 ? "a quaternion toolkit" : `project number ${i}`, stars: i, forks: null,
     language, topics: [], pushedAt: null, isArchived: null, homepage: null, license: null, createdAt: null, readme: null,
-    tree: null, llmsTxtPaths: null, lastSeen: null, languageLc: language.toLowerCase(), category: null, hash: `h${i}`,
+    tree: null, llmsTxtPaths: null, aliases: [], aliasKeys: [], anchor: null, mentions: 0, lastSeen: null, languageLc: language.toLowerCase(), category: null, hash: `h${i}`,
   };
   return { id: pointIdFor(key), vector: v.map((x) => x / norm), payload };
 }

@@ -7,7 +7,9 @@ import { logger as rootLogger, type Logger } from "../../common/logger.js";
 import type { Config } from "../../config/config.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Filter } from "../filter.js";
-import type { DenseQuery, LexicalQuery, PointId, ScoredPoint, StoreInfo, StoreWriter, VectorStore } from "../types.js";
+import { appendPopular, checkPopular, withCondition, type DenseQuery, type Explanation, type ExplainQuery, type LexicalQuery, type PointId, type ScoredPoint, type StoreInfo, type StoreWriter, type VectorStore } from "../types.js";
+import { Bitset } from "./bitset.js";
+import { explainRows } from "./explain.js";
 import { denseSearch as planDenseSearch } from "./dense.js";
 import { normalizePointId } from "./filter-compile.js";
 import type { HnswParams } from "./hnsw.js";
@@ -103,8 +105,22 @@ export class EmbeddedStore implements VectorStore {
     const limit = checkLimit(q.limit);
     if (typeof q.text !== "string") throw validation("text must be a string");
     const allow = this.allowed(seg, q.filter);
-    if (!seg?.lexical || limit === 0 || q.text.trim() === "") return [];
-    return toScored(seg, seg.lexical.search(q.text, limit, allow));
+    const popular = q.popular ? checkPopular(q.popular) : null;
+    const alsoAllow = popular && seg ? this.allowed(seg, withCondition(q.filter, { key: "stars", range: { gte: popular.minStars } })) : null;
+    if (!seg?.lexical || (limit === 0 && !popular) || q.text.trim() === "") return [];
+    if (!popular) return toScored(seg, seg.lexical.search(q.text, limit, allow));
+    // A null bitset admits every row; the popular rows are never all of them unless minStars is 0.
+    const res = seg.lexical.searchWithAlso(q.text, limit, allow, alsoAllow ?? Bitset.full(seg.count), popular.limit);
+    return appendPopular(toScored(seg, res.hits), toScored(seg, res.also));
+  }
+
+  async explain(q: ExplainQuery): Promise<Explanation> {
+    const seg = this.serving();
+    if (q.vector !== null && !(q.vector instanceof Float32Array)) throw validation("vector must be a Float32Array or null");
+    return explainRows(
+      seg ?? { lexical: null, vectors: null, dims: 0, rowOf: () => undefined },
+      seg ? { ...q, ids: q.ids.map((id) => (seg.rowOf(id) === undefined && typeof id === "string" ? normalizePointId(id) : id)) } : q,
+    );
   }
 
   async count(filter?: Filter): Promise<number> {

@@ -25,7 +25,7 @@ function point(i: number, opts: { dims?: number; hash?: string } = {}): Point {
   const payload: RepoPayload = {
     key, name: key, url: null, description: `project number ${i}`, stars: i, forks: null, language: null, topics: [],
     pushedAt: null, isArchived: null, homepage: null, license: null, createdAt: null, readme: null, tree: null,
-    llmsTxtPaths: null, lastSeen: null, languageLc: null, category: null, hash: opts.hash ?? `h${i}`,
+    llmsTxtPaths: null, aliases: [], aliasKeys: [], anchor: null, mentions: 0, lastSeen: null, languageLc: null, category: null, hash: opts.hash ?? `h${i}`,
   };
   return { id: pointIdFor(key), vector: v.map((x) => x / norm), payload };
 }

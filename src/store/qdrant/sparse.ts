@@ -16,7 +16,8 @@
 import { fnv1a32 } from "../../common/hash.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import { analyze } from "../embedded/analyzer.js";
-import { DEFAULT_LEXICAL_PARAMS, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../embedded/lexical.js";
+import { DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../embedded/lexical.js";
+import type { Explanation } from "../types.js";
 
 export interface SparseVector {
   /** Unique u32 term ids, ascending. */
@@ -31,7 +32,9 @@ export interface SparseLexicalParams extends LexicalParams {
 
 /**
  * Measured over the first 30,000 repositories of the shared dataset (non-empty fields only, as the
- * embedded index averages them). Changing these changes every stored vector: bump SPARSE_LEXICAL_FORMAT.
+ * embedded index averages them); `anchor` over the full dataset's 4,192 non-empty anchors, since anchor
+ * text only exists relative to the whole corpus. Changing these changes every stored vector: bump
+ * SPARSE_LEXICAL_FORMAT.
  */
 export const DEFAULT_AVG_LENGTH: Readonly<Record<LexicalField, number>> = Object.freeze({
   owner: 1.79,
@@ -39,6 +42,7 @@ export const DEFAULT_AVG_LENGTH: Readonly<Record<LexicalField, number>> = Object
   description: 11.64,
   topics: 15.11,
   readme: 92.61,
+  anchor: 9.84,
 });
 
 export const DEFAULT_SPARSE_LEXICAL_PARAMS: SparseLexicalParams = Object.freeze({
@@ -59,7 +63,6 @@ const MAX_LEN = 0xffff;
 /** Analysed tokens of one field: the embedded index's own tokenisation (name split into owner and repo). */
 export { fieldTokens };
 
-export const lexicalDocOfPayload = (p: RepoPayload): LexicalDoc => ({ name: p.name, description: p.description, topics: p.topics, readme: p.readme });
 
 /** A document's sparse vector: one BM25F impact per distinct term. Empty when the document has no terms. */
 export function lexicalDocVector(doc: LexicalDoc, params: SparseLexicalParams = DEFAULT_SPARSE_LEXICAL_PARAMS): SparseVector {
@@ -91,6 +94,52 @@ export function lexicalQueryVector(text: string): SparseVector {
   }
   const entries = [...qtf].sort((a, b) => a[0] - b[0]);
   return { indices: entries.map(([id]) => id), values: entries.map(([, n]) => n) };
+}
+
+/** Every distinct analysed term of a document, over all fields: the `lexTerms` payload field (df by count). */
+export function lexicalTerms(doc: LexicalDoc): string[] {
+  return [...new Set(LEXICAL_FIELDS.flatMap((f) => fieldTokens(doc, f)))];
+}
+
+/**
+ * VectorStore.explain's lexical part from documents' own text (the Qdrant store has no postings to
+ * read): per-field BM25 as the embedded index scores it, with each term's document frequency given
+ * (Qdrant counts it over the `lexTerms` payload field) and the fixed average lengths the sparse
+ * vectors use. A null document (not found) scores 0.
+ */
+export function explainDocs(
+  text: string,
+  docs: readonly (LexicalDoc | null)[],
+  docFreq: ReadonlyMap<string, number>,
+  pointCount: number,
+  params: SparseLexicalParams = DEFAULT_SPARSE_LEXICAL_PARAMS,
+): Pick<Explanation, "fields" | "coverage" | "terms"> {
+  const F = LEXICAL_FIELDS.length;
+  const qtf = new Map<string, number>();
+  for (const t of analyze(text)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
+  const terms = [...qtf.keys()].map((term) => ({ term, idf: sparseIdf(pointCount, docFreq.get(term) ?? 0) }));
+  const idfSum = terms.reduce((s, t) => s + t.idf, 0);
+  const fields = new Float32Array(docs.length * F);
+  const coverage = new Float32Array(docs.length);
+  docs.forEach((doc, i) => {
+    if (doc === null) return;
+    const found = new Set<string>();
+    LEXICAL_FIELDS.forEach((field, f) => {
+      const tokens = fieldTokens(doc, field);
+      if (tokens.length === 0) return;
+      const tf = new Map<string, number>();
+      for (const t of tokens) if (qtf.has(t)) tf.set(t, Math.min(MAX_TF, (tf.get(t) ?? 0) + 1));
+      const len = Math.min(tokens.length, MAX_LEN);
+      for (const { term, idf } of terms) {
+        const n = tf.get(term);
+        if (n === undefined) continue;
+        found.add(term);
+        fields[i * F + f] += fieldTermScore(idf, qtf.get(term)!, n, len, params.avgLength[field], params.fields[field].b, params.k1);
+      }
+    });
+    if (idfSum > 0) for (const t of terms) if (found.has(t.term)) coverage[i] += t.idf / idfSum;
+  });
+  return { fields, coverage, terms };
 }
 
 /** Qdrant's idf modifier (the same formula as the embedded index). */

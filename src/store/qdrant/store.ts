@@ -10,8 +10,10 @@ import type { Config } from "../../config/config.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import { normalizePointId } from "../embedded/filter-compile.js";
 import type { Filter } from "../filter.js";
-import type { CommitResult, DenseQuery, LexicalQuery, Point, PointId, ScoredPoint, StoreInfo, StoreWriter, VectorStore } from "../types.js";
-import { lexicalDocOfPayload, lexicalDocVector, lexicalQueryVector, SPARSE_LEXICAL_FORMAT } from "./sparse.js";
+import { appendPopular, checkPopular, withCondition, type CommitResult, type DenseQuery, type Explanation, type ExplainQuery, type LexicalQuery, type Point, type PointId, type ScoredPoint, type StoreInfo, type StoreWriter, type VectorStore } from "../types.js";
+import { lexicalDocOf } from "../embedded/lexical.js";
+import { analyze } from "../embedded/analyzer.js";
+import { explainDocs, lexicalDocVector, lexicalQueryVector, lexicalTerms, SPARSE_LEXICAL_FORMAT } from "./sparse.js";
 import type { FieldIndexType } from "../embedded/filter-field-index.js";
 import { INDEXED_FIELDS } from "../embedded/payload-index.js";
 
@@ -53,7 +55,15 @@ export const EMBEDDER_HEADER = "x-reposearch-embedder";
  * Payload fields reposearch filters on, and the Qdrant index each gets: the embedded store's
  * INDEXED_FIELDS (one list, so both stores index the same fields), plus `name` as a keyword.
  */
-export const PAYLOAD_INDEXES: Readonly<Record<string, FieldIndexType>> = { ...INDEXED_FIELDS, name: "keyword" };
+export const PAYLOAD_INDEXES: Readonly<Record<string, FieldIndexType>> = { ...INDEXED_FIELDS, name: "keyword", lexTerms: "keyword" };
+
+/**
+ * Payload field holding a point's distinct analysed terms (./sparse.ts lexicalTerms), written by the
+ * writer and stripped from what reads return: explain() counts a term's document frequency over it.
+ */
+export const LEXICAL_TERMS_FIELD = "lexTerms";
+const DF_CACHE_ENTRIES = 10_000;
+const DF_CACHE_MS = 60_000;
 
 /** The payload of the meta point. */
 export interface QdrantMeta {
@@ -141,17 +151,69 @@ export class QdrantStore implements VectorStore {
     this.assertOpen();
     const limit = checkLimit(q.limit);
     if (typeof q.text !== "string") throw validation("text must be a string");
+    const popular = q.popular ? checkPopular(q.popular) : null;
     const sparse = lexicalQueryVector(q.text);
-    if (limit === 0 || sparse.indices.length === 0) return [];
-    const res = await this.query("lexical search", {
-      query: { indices: sparse.indices, values: sparse.values },
-      using: LEXICAL_VECTOR,
-      filter: toQdrantFilter(q.filter),
-      limit,
-      with_payload: true,
-    });
-    return res.map(toScored);
+    if ((limit === 0 && !popular) || sparse.indices.length === 0) return [];
+    const search = (filter: Filter | undefined, n: number) =>
+      n === 0
+        ? Promise.resolve([])
+        : this.query("lexical search", { query: { indices: sparse.indices, values: sparse.values }, using: LEXICAL_VECTOR, filter: toQdrantFilter(filter), limit: n, with_payload: true });
+    const [hits, also] = await Promise.all([
+      search(q.filter, limit),
+      popular ? search(withCondition(q.filter, { key: "stars", range: { gte: popular.minStars } }), popular.limit) : Promise.resolve([]),
+    ]);
+    return appendPopular(hits.map(toScored), also.map(toScored));
   }
+
+  /**
+   * Ranking features from Qdrant: cosines by one dense query restricted to the ids (exact), and the
+   * per-field BM25 computed here from the payloads' text (./sparse.ts explainDocs), with each query
+   * term's document frequency counted over the `lexTerms` payload field (cached for a minute).
+   */
+  async explain(q: ExplainQuery): Promise<Explanation> {
+    this.assertOpen();
+    if (q.vector !== null && !(q.vector instanceof Float32Array)) throw validation("vector must be a Float32Array or null");
+    const ids = q.ids.map((id) => normalizePointId(String(id)));
+    const terms = [...new Set(analyze(q.text))];
+    const [payloads, pointCount, dfs, dense] = await Promise.all([
+      q.payloads ?? this.retrieve(ids),
+      this.count(),
+      Promise.all(terms.map((t) => this.docFreq(t))),
+      q.vector !== null && ids.length > 0 ? this.denseScores(q.vector, ids) : Promise.resolve(null),
+    ]);
+    const lexical = explainDocs(q.text, payloads.map((p) => (p ? lexicalDocOf(p) : null)), new Map(terms.map((t, i) => [t, dfs[i]!])), pointCount);
+    return { ...lexical, dense };
+  }
+
+  private async denseScores(vector: Float32Array, ids: readonly string[]): Promise<Float32Array> {
+    const valid = [...new Set(ids.filter(isUuid))];
+    const out = new Float32Array(ids.length);
+    if (valid.length === 0) return out;
+    const res = await this.query("dense scores", {
+      query: Array.from(vector),
+      using: DENSE_VECTOR,
+      filter: { must: [{ has_id: valid }] },
+      limit: valid.length,
+      with_payload: false,
+      params: { exact: true },
+    });
+    const byId = new Map(res.map((p) => [normalizePointId(String(p.id)), p.score]));
+    ids.forEach((id, i) => (out[i] = byId.get(id) ?? 0));
+    return out;
+  }
+
+  /** Points whose text holds an analysed term, by `count` over the `lexTerms` payload field. */
+  private docFreq(term: string): Promise<number> {
+    const now = Date.now();
+    const hit = this.dfCache.get(term);
+    if (hit && hit.until > now) return hit.value;
+    const value = this.count({ must: [{ key: LEXICAL_TERMS_FIELD, match: { value: term } }] });
+    if (this.dfCache.size >= DF_CACHE_ENTRIES) this.dfCache.delete(this.dfCache.keys().next().value!);
+    this.dfCache.set(term, { value, until: now + DF_CACHE_MS });
+    value.catch(() => this.dfCache.delete(term));
+    return value;
+  }
+  private readonly dfCache = new Map<string, { value: Promise<number>; until: number }>();
 
   async count(filter?: Filter): Promise<number> {
     this.assertOpen();
@@ -351,11 +413,11 @@ class QdrantWriter implements StoreWriter {
     const batch = this.store.options.upsertBatchSize;
     for (let i = 0; i < points.length; i += batch) {
       const part = points.slice(i, i + batch).map((p): Schemas["PointStruct"] => {
-        const sparse = lexicalDocVector(lexicalDocOfPayload(p.payload));
+        const sparse = lexicalDocVector(lexicalDocOf(p.payload));
         const vector: Record<string, number[] | { indices: number[]; values: number[] }> = { [DENSE_VECTOR]: Array.from(p.vector) };
         // A document without terms has no lexical vector rather than an empty one.
         if (sparse.indices.length > 0) vector[LEXICAL_VECTOR] = { indices: sparse.indices, values: sparse.values };
-        return { id: normalizePointId(p.id), vector, payload: { ...p.payload } };
+        return { id: normalizePointId(p.id), vector, payload: { ...p.payload, [LEXICAL_TERMS_FIELD]: lexicalTerms(lexicalDocOf(p.payload)) } };
       });
       await this.store.call("upsert points", () => this.client.upsert(this.store.collection, { wait: true, points: part }));
       for (const p of part) {
@@ -454,7 +516,8 @@ function asPayload(p: unknown, id: unknown): RepoPayload {
   if (!isRecord(p) || typeof p.key !== "string" || typeof p.hash !== "string") {
     throw new ReposearchError(ErrorCode.Internal, `point ${String(id)} has no reposearch payload (key and hash): the collection holds foreign points`);
   }
-  return p as unknown as RepoPayload;
+  const { [LEXICAL_TERMS_FIELD]: _terms, ...payload } = p;
+  return payload as unknown as RepoPayload;
 }
 
 function toScored(p: Schemas["ScoredPoint"]): ScoredPoint {

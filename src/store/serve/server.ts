@@ -27,7 +27,8 @@ import type { EmbeddedStore } from "../embedded/store.js";
 import { decodeChunk } from "../embedded/writer.js";
 import type { Filter } from "../filter.js";
 import { DEFAULT_COLLECTION, DENSE_VECTOR, EMBEDDER_HEADER, LEXICAL_VECTOR, META_POINT_ID, metaCollectionOf, WRITER_HEADER } from "../qdrant/store.js";
-import { lexicalDocOfPayload, lexicalDocVector, SPARSE_LEXICAL_FORMAT, sparseIdf, sparseVectorProblem, type SparseVector } from "../qdrant/sparse.js";
+import { lexicalDocOf } from "../embedded/lexical.js";
+import { lexicalDocVector, SPARSE_LEXICAL_FORMAT, sparseIdf, sparseVectorProblem, type SparseVector } from "../qdrant/sparse.js";
 import type { Point, PointId, StoreWriter } from "../types.js";
 
 export interface StoreServerOptions {
@@ -494,7 +495,7 @@ export class StoreServer {
       // Lexical vectors are derived from the payload (so they need not be stored); one that differs would be
       // silently ignored, so it is refused instead.
       const given = v[state.sparseName];
-      const problem = sparseVectorProblem(given) ?? sparseMismatch(given as SparseVector, lexicalDocVector(lexicalDocOfPayload(repo)));
+      const problem = sparseVectorProblem(given) ?? sparseMismatch(given as SparseVector, lexicalDocVector(lexicalDocOf(repo)));
       if (problem) throw badRequest(`points[${i}].vector.${state.sparseName}: ${problem}`);
     }
     return { id, vector, payload: repo };
@@ -679,7 +680,7 @@ export class StoreServer {
       const vector: Record<string, unknown> = {};
       for (const name of names) {
         if (name === state.vectorName) vector[name] = Array.from(seg.vectorOf(row));
-        else if (name === state.sparseName) vector[name] = lexicalDocVector(lexicalDocOfPayload(seg.payloads[row]!));
+        else if (name === state.sparseName) vector[name] = lexicalDocVector(lexicalDocOf(seg.payloads[row]!));
       }
       rec.vector = vector;
     }
@@ -716,7 +717,7 @@ class SparseIndex {
     const rows = new Map<number, number[]>();
     const weights = new Map<number, number[]>();
     payloads.forEach((p, row) => {
-      const v = lexicalDocVector(lexicalDocOfPayload(p));
+      const v = lexicalDocVector(lexicalDocOf(p));
       for (let i = 0; i < v.indices.length; i++) {
         const t = v.indices[i]!;
         let r = rows.get(t);

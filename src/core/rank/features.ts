@@ -1,0 +1,213 @@
+/**
+ * The learned ranker's features: what is known about a query and each of its candidates.
+ *
+ * Query features let the model tell a head query ("deep learning framework": few, common words; many
+ * close lexical matches) from a specific one ("Swift reflection libraries", "Python libraries for working
+ * with human languages"): how many terms, how rare, how well the best match covers them, how spread out
+ * the lexical scores are. Candidate features are the retrieval signals (BM25F overall and per field,
+ * including the anchor text the corpus writes about a project; dense similarity; ranks), how the query
+ * names the repository, and priors (stars, forks, mentions by other repositories, freshness, archived,
+ * the language and kind the query asks for).
+ *
+ * FEATURES is the contract with the trained model: the model file lists the names it was trained on,
+ * and a model whose list differs is refused at load (./model.ts).
+ */
+import type { RepoPayload } from "../../dataset/record.js";
+import { nameForm } from "../../corpus/anchors.js";
+import { analyze } from "../../store/embedded/analyzer.js";
+import { LEXICAL_FIELDS } from "../../store/embedded/lexical.js";
+import type { Explanation } from "../../store/types.js";
+import type { QueryUnderstanding } from "../query.js";
+
+export const FEATURES = [
+  // query
+  "q_terms",
+  "q_idf_mean",
+  "q_idf_max",
+  "q_language",
+  "q_kinds",
+  "q_lex_top",
+  "q_lex_gap",
+  "q_dense_top",
+  // retrieval
+  "lex",
+  "lex_rank",
+  "dense",
+  "dense_gap",
+  "dense_rank",
+  ...LEXICAL_FIELDS.map((f) => `field_${f}` as const),
+  "coverage",
+  "coverage_gap",
+  // naming
+  "name_match",
+  "name_exact",
+  // priors
+  "stars",
+  "stars_gap",
+  "forks",
+  "mentions",
+  "fame_rank",
+  "pushed_years",
+  "archived",
+  "language_match",
+  "category_match",
+  "category_listy",
+  "description_words",
+  "topics",
+] as const;
+export type FeatureName = (typeof FEATURES)[number];
+export const FEATURE_COUNT = FEATURES.length;
+const IX = Object.fromEntries(FEATURES.map((f, i) => [f, i])) as Record<FeatureName, number>;
+
+/**
+ * A candidate "matches well" when its coverage of the query is at least this share of the pool's best;
+ * fame_rank ranks those by fame (stars and mentions): the everyday answer to a head query is usually
+ * the best-known project among the ones that say what was asked.
+ */
+const WELL_MATCHED = 0.75;
+
+/** Rank given to a candidate a retriever did not return (one past its list). */
+const MISSING_RANK = 256;
+const YEAR_MS = 365.25 * 24 * 3600 * 1000;
+
+export interface RankCandidate {
+  readonly payload: RepoPayload;
+  /** BM25F score, or null when lexical retrieval did not return it. */
+  readonly lexical: number | null;
+  /** 0-based rank in the lexical list, or null. */
+  readonly lexicalRank: number | null;
+  /** 0-based rank in the dense list, or null. */
+  readonly denseRank: number | null;
+}
+
+export interface QueryContext {
+  readonly text: string;
+  readonly understanding: QueryUnderstanding;
+  /** The store's explanation of the candidates, in candidate order. */
+  readonly explanation: Explanation;
+  /** Best and tenth-best lexical score of the query (0 when fewer). */
+  readonly lexicalTop: number;
+  readonly lexicalTenth: number;
+  readonly now: Date;
+}
+
+/** Feature rows (candidates × FEATURE_COUNT, row-major) for one query's candidates. */
+export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate[]): Float32Array {
+  const F = FEATURE_COUNT;
+  const LF = LEXICAL_FIELDS.length;
+  const n = cands.length;
+  const out = new Float32Array(n * F);
+  const ex = ctx.explanation;
+  const idfs = ex.terms.map((t) => t.idf);
+  const idfSum = idfs.reduce((a, b) => a + b, 0) || 1;
+  const queryTerms = new Set(ex.terms.map((t) => t.term));
+  const queryForm = nameForm(ctx.text);
+  const queryLower = ctx.text.toLowerCase();
+  let denseTop = 0;
+  if (ex.dense) for (let i = 0; i < n; i++) denseTop = Math.max(denseTop, ex.dense[i]!);
+  let starsTop = 0;
+  for (const c of cands) starsTop = Math.max(starsTop, Math.log1p(c.payload.stars ?? 0));
+  let coverageTop = 0;
+  for (let i = 0; i < n; i++) coverageTop = Math.max(coverageTop, ex.coverage[i]!);
+  const fameRank = famousAmongMatching(cands, ex.coverage, coverageTop * WELL_MATCHED);
+  const u = ctx.understanding;
+  const q = [
+    ex.terms.length,
+    idfs.length ? idfSum / idfs.length : 0,
+    idfs.length ? Math.max(...idfs) : 0,
+    u.language !== null ? 1 : 0,
+    u.categories.length,
+    ctx.lexicalTop / idfSum,
+    ctx.lexicalTop > 0 ? 1 - ctx.lexicalTenth / ctx.lexicalTop : 0,
+    denseTop,
+  ];
+  for (let i = 0; i < n; i++) {
+    const c = cands[i]!;
+    const p = c.payload;
+    const row = out.subarray(i * F, (i + 1) * F);
+    row.set(q, 0);
+    row[IX.lex] = c.lexical !== null && ctx.lexicalTop > 0 ? c.lexical / ctx.lexicalTop : 0;
+    row[IX.lex_rank] = Math.log2(2 + (c.lexicalRank ?? MISSING_RANK));
+    const cos = ex.dense ? ex.dense[i]! : 0;
+    row[IX.dense] = cos;
+    row[IX.dense_gap] = ex.dense ? denseTop - cos : 1;
+    row[IX.dense_rank] = Math.log2(2 + (c.denseRank ?? MISSING_RANK));
+    for (let f = 0; f < LF; f++) row[IX.field_owner + f] = ex.fields[i * LF + f]! / idfSum;
+    row[IX.coverage] = ex.coverage[i]!;
+    row[IX.coverage_gap] = coverageTop - ex.coverage[i]!;
+    row[IX.fame_rank] = Math.log2(2 + fameRank[i]!);
+    const names = nameMatch(p, queryTerms, queryForm, queryLower);
+    row[IX.name_match] = names.match;
+    row[IX.name_exact] = names.exact;
+    const stars = p.stars === null ? -1 : Math.log1p(p.stars);
+    row[IX.stars] = stars;
+    row[IX.stars_gap] = starsTop - Math.max(0, stars);
+    row[IX.forks] = p.forks === null ? -1 : Math.log1p(p.forks);
+    row[IX.mentions] = Math.log1p(p.mentions);
+    row[IX.pushed_years] = p.pushedAt === null ? -1 : Math.max(0, (ctx.now.getTime() - Date.parse(p.pushedAt)) / YEAR_MS);
+    row[IX.archived] = p.isArchived === null ? -1 : p.isArchived ? 1 : 0;
+    row[IX.language_match] = u.language === null || p.languageLc === null ? 0 : p.languageLc === u.language ? 1 : -1;
+    row[IX.category_match] = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
+    row[IX.category_listy] = p.category === "curated-list" || p.category === "educational" ? 1 : 0;
+    row[IX.description_words] = p.description ? Math.min(100, p.description.split(/\s+/).length) : 0;
+    row[IX.topics] = Math.min(20, p.topics.length);
+  }
+  return out;
+}
+
+/** Fame of a repository: its stars and how many repositories mention it, on log scales. */
+function fame(p: RepoPayload): number {
+  return Math.log1p(p.stars ?? 0) + Math.log1p(p.mentions);
+}
+
+/** Per candidate: its rank by fame among those covering at least `minCoverage` of the query, else MISSING_RANK. */
+function famousAmongMatching(cands: readonly RankCandidate[], coverage: Float32Array, minCoverage: number): Int32Array {
+  const matching = cands.map((_, i) => i).filter((i) => coverage[i]! > 0 && coverage[i]! >= minCoverage);
+  matching.sort((a, b) => fame(cands[b]!.payload) - fame(cands[a]!.payload) || a - b);
+  const rank = new Int32Array(cands.length).fill(MISSING_RANK);
+  matching.forEach((i, r) => (rank[i] = r));
+  return rank;
+}
+
+/**
+ * How the query names the repository: `match` is the best share of a name's words (the repository
+ * part of its own name or an alias) that the query holds; `exact` is 1 when the query is the name
+ * ("next.js" for vercel/next.js) or contains `owner/repo` of any of its names.
+ */
+function nameMatch(p: RepoPayload, queryTerms: ReadonlySet<string>, queryForm: string, queryLower: string): { match: number; exact: number } {
+  let match = 0;
+  let exact = 0;
+  for (const n of namesOf(p)) {
+    if (queryLower.includes(n.lower) || (queryForm !== "" && n.form === queryForm)) exact = 1;
+    if (n.words.length) {
+      let hit = 0;
+      for (const w of n.words) if (queryTerms.has(w)) hit++;
+      match = Math.max(match, hit / n.words.length);
+    }
+  }
+  return { match, exact };
+}
+
+interface NameParts {
+  /** `owner/repo`, lowercase. */
+  readonly lower: string;
+  /** The repository part's word form (nameForm). */
+  readonly form: string;
+  /** The repository part's analysed words. */
+  readonly words: readonly string[];
+}
+
+/** A payload's names, analysed once: payloads live as long as their index version, and searches repeat them. */
+const nameCache = new WeakMap<RepoPayload, readonly NameParts[]>();
+
+function namesOf(p: RepoPayload): readonly NameParts[] {
+  let names = nameCache.get(p);
+  if (!names) {
+    names = [p.name, ...p.aliases].map((full) => {
+      const repo = full.slice(full.indexOf("/") + 1);
+      return { lower: full.toLowerCase(), form: nameForm(repo), words: analyze(repo) };
+    });
+    nameCache.set(p, names);
+  }
+  return names;
+}

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { rec } from "../classify/test-records.js";
+import type { RepoRecord } from "../dataset/record.js";
+import { nameForm, projectEvidence } from "./anchors.js";
+
+/** `n` small repositories whose descriptions are made by `describe(i)`. */
+function mentions(n: number, describe: (i: number) => string, extra: Partial<RepoRecord> = {}): RepoRecord[] {
+  return Array.from({ length: n }, (_, i) => rec(`user${i}/project-${i}`, describe(i), { stars: 10, ...extra }));
+}
+
+test("name forms ignore case and punctuation", () => {
+  assert.equal(nameForm("Next.js"), "nextjs");
+  assert.equal(nameForm("react-native"), "reactnative");
+});
+
+test("repositories that name a project describe it: its anchor text and mention count", () => {
+  const records = [
+    rec("kubernetes/kubernetes", "Production-Grade Container Scheduling and Management", { stars: 120_000 }),
+    ...mentions(6, (i) => `A Kubernetes operator for container orchestration of service ${i}`),
+    rec("a/charts", "Helm charts", { stars: 10, topics: ["kubernetes"] }),
+    rec("b/board", "Web dashboard", { stars: 10, topics: ["kubernetes"] }),
+    rec("someone/unrelated", "A tool for orchestration", { stars: 10 }),
+  ];
+  const { evidence } = projectEvidence(records);
+  const k8s = evidence.get("kubernetes/kubernetes")!;
+  assert.equal(k8s.mentions, 8);
+  const terms = k8s.anchor!.split(" ");
+  for (const t of ["operator", "container", "orchestration"]) assert.ok(terms.includes(t), `${t} in ${k8s.anchor}`);
+  assert.ok(!terms.includes("kubernetes"), "the name itself is not anchor text");
+  assert.ok(!terms.includes("helm"), "a word of a single mentioning repository is not kept");
+  assert.equal(evidence.get("someone/unrelated"), undefined);
+});
+
+test("a common word that happens to be a repository name is not a mention (lowercase mid-sentence)", () => {
+  const records = [
+    rec("acme/library", "A library", { stars: 50_000 }),
+    ...mentions(10, (i) => `Fast parsing library number ${i} for dates`),
+  ];
+  assert.equal(projectEvidence(records).evidence.get("acme/library"), undefined);
+});
+
+test("a name used far more often than its holder's fame explains names something else", () => {
+  const records = [
+    rec("dockur/macos", "macOS inside a Docker container", { stars: 1_000 }),
+    ...mentions(40, (i) => `Menu bar app ${i} for macOS`),
+  ];
+  // 1,000 stars for 40 mentions is 25 per mention, below the 30 a name's holder needs.
+  assert.equal(projectEvidence(records).evidence.get("dockur/macos"), undefined);
+});
+
+test("the longest name wins: Next.js is a mention of next.js, not of next", () => {
+  const records = [
+    rec("vercel/next.js", "The React Framework", { stars: 140_000 }),
+    rec("someone/next", "Next generation thing", { stars: 20_000 }),
+    ...mentions(5, (i) => `Blog starter ${i} built with Next.js and Tailwind`),
+  ];
+  const { evidence } = projectEvidence(records);
+  assert.equal(evidence.get("vercel/next.js")?.mentions, 5);
+  assert.equal(evidence.get("someone/next"), undefined);
+});
+
+test("a name held by several comparable repositories belongs to none, and languages are never project names", () => {
+  const records = [
+    rec("a/widget", "Widgets", { stars: 10_000 }),
+    rec("b/widget", "Other widgets", { stars: 5_000 }),
+    rec("TheAlgorithms/Python", "All algorithms implemented in Python", { stars: 200_000 }),
+    ...mentions(5, (i) => `Widget ${i} helpers written in Python`),
+  ];
+  const { evidence } = projectEvidence(records);
+  assert.equal(evidence.get("a/widget"), undefined);
+  assert.equal(evidence.get("thealgorithms/python"), undefined);
+});
+
+test("deterministic: the same records in another order give the same evidence", () => {
+  const records = [rec("kubernetes/kubernetes", "Containers", { stars: 120_000 }), ...mentions(5, (i) => `Kubernetes operator ${i} for clusters`)];
+  const a = projectEvidence(records).evidence;
+  const b = projectEvidence([...records].reverse()).evidence;
+  assert.deepEqual([...a].sort(), [...b].sort());
+});

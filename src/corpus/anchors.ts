@@ -1,0 +1,245 @@
+/**
+ * What the corpus says each project is, the way web search uses anchor text.
+ *
+ * Repositories name other projects in their own words and topics: "a Kubernetes operator for Postgres",
+ * "Next.js starter with Tailwind", topic `calibre`. Gathered over the whole corpus, the words around
+ * those mentions say what the named project is (a container orchestrator, a React framework, an ebook
+ * manager) in the vocabulary searchers use, which its own one-line description often lacks.
+ *
+ * 1. Names. A project name is the word form of a repository part ("next.js" → `nextjs`) held by one
+ *    dominant repository: ≥ 500 stars and ≥ 3× the stars of the next repository with that form.
+ *    Programming languages are not projects ("Python" names the language, not TheAlgorithms/Python).
+ * 2. Proper nouns only. A form is used as a name when the corpus writes it capitalised where it is not
+ *    the first word of a description ("for React", "a Kubernetes operator") at least half the time.
+ *    This drops common words that happen to be repository names: "library" is capitalised 11% of the
+ *    time, "terminal" 11%, "open" 25%; "Kubernetes" 92%, "Laravel" 94%.
+ * 3. Mentions. A repository mentions a project when its description holds the form (one to three
+ *    words, joined by nothing, a space, "." or "-"; the longest form wins, so "Next.js" is `nextjs`,
+ *    never `next`) or one of its topics is the form.
+ * 4. Fame in proportion. A name the corpus uses far more often than its holder's fame would explain
+ *    names something else: a platform, a format, a word ("macOS" → dockur/macos, 21k stars and 2,201
+ *    mentions; "JSON" → nlohmann/json, 50k and 1,882; "HTTP" → httprb/http, 3k and 2,076). A project
+ *    keeps its mentions only with ≥ STARS_PER_MENTION stars per mention (kubernetes/kubernetes 111,
+ *    react/react 56, kovidgoyal/calibre 2,500).
+ * 5. Anchor terms. Over the repositories that mention a project (at least two), each word counts once
+ *    per repository; words are ranked by count × idf and the best ANCHOR_TERMS are kept, those of at
+ *    least two mentioning repositories. The project's anchor text is those words, best first.
+ *
+ * How much the anchor field and the mention count weigh in ranking is learned (src/core/rank).
+ * Deterministic: the result depends only on the set of records.
+ */
+import type { RepoRecord } from "../dataset/record.js";
+import { analyze, STOP_WORDS } from "../store/embedded/analyzer.js";
+
+/** Bumped whenever the recipe changes: the evidence is part of every point's content hash. */
+export const ANCHORS_VERSION = 1;
+
+export const ANCHOR_TERMS = 24;
+const MIN_TARGET_STARS = 500;
+const DOMINANCE = 3;
+const MIN_FORM_LENGTH = 3;
+const MIN_PROPER_RATIO = 0.5;
+const MAX_NGRAM = 3;
+const MIN_MENTIONS = 2;
+const STARS_PER_MENTION = 30;
+
+/** Languages named in repository text refer to the language, not to a repository named after it. */
+const LANGUAGE_FORMS: ReadonlySet<string> = new Set(
+  ("python javascript typescript java golang rust ruby php kotlin swift scala elixir haskell lua perl julia dart " +
+    "clojure ocaml zig nim cpp csharp html css sql shell bash powershell erlang fortran cobol matlab solidity")
+    .split(" "),
+);
+
+export interface ProjectEvidence {
+  /** The words the corpus uses around mentions of the project, best first; null with < 2 mentions. */
+  readonly anchor: string | null;
+  /** Repositories that mention the project. */
+  readonly mentions: number;
+}
+
+export interface AnchorStats {
+  /** Forms accepted as project names. */
+  readonly names: number;
+  /** Projects with an anchor text. */
+  readonly projects: number;
+}
+
+/** The word form of a name: lowercase letters and digits only ("Next.js" → "nextjs"). */
+export function nameForm(s: string): string {
+  return (s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).join("");
+}
+
+const WORD_RE = /[\p{L}\p{N}]+/gu;
+
+interface Word {
+  readonly text: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+function words(s: string): Word[] {
+  const out: Word[] = [];
+  for (const m of s.matchAll(WORD_RE)) out.push({ text: m[0], start: m.index, end: m.index + m[0].length });
+  return out;
+}
+
+/** Calls `fn(form, i, n)` for each 1..MAX_NGRAM-word run joined by nothing, " ", "." or "-". */
+function eachNgram(text: string, ws: readonly Word[], fn: (form: string, i: number, n: number) => void): void {
+  for (let i = 0; i < ws.length; i++) {
+    let form = "";
+    for (let n = 1; n <= MAX_NGRAM && i + n <= ws.length; n++) {
+      const w = ws[i + n - 1]!;
+      if (n > 1) {
+        const gap = text.slice(ws[i + n - 2]!.end, w.start);
+        if (gap !== "" && gap !== " " && gap !== "." && gap !== "-") break;
+      }
+      form += w.text.toLowerCase();
+      fn(form, i, n);
+    }
+  }
+}
+
+/** Calls `fn(form, i, n)` for the longest name form starting at each word, left to right, without overlaps. */
+function eachLongestName(text: string, ws: readonly Word[], isForm: (form: string) => boolean, fn: (form: string, i: number, n: number) => void): void {
+  let skipTo = 0;
+  let best: { form: string; i: number; n: number } | null = null;
+  const flush = () => {
+    if (best) fn(best.form, best.i, best.n);
+    best = null;
+  };
+  eachNgram(text, ws, (form, i, n) => {
+    if (i < skipTo) return;
+    if (best && i !== best.i) {
+      skipTo = best.i + best.n;
+      const b = best;
+      flush();
+      if (i < b.i + b.n) return;
+    }
+    if (isForm(form)) best = { form, i, n };
+  });
+  flush();
+}
+
+/** Dominant holder of each name form (step 1). */
+function projectNames(records: readonly RepoRecord[]): Map<string, RepoRecord> {
+  const best = new Map<string, { top: RepoRecord; topStars: number; second: number }>();
+  for (const r of records) {
+    const stars = r.stars ?? 0;
+    const forms = new Set([r.key, ...r.aliases.map((a) => a.toLowerCase())].map((k) => nameForm(k.slice(k.indexOf("/") + 1))));
+    for (const f of forms) {
+      if (f.length < MIN_FORM_LENGTH || LANGUAGE_FORMS.has(f)) continue;
+      const b = best.get(f);
+      if (!b) best.set(f, { top: r, topStars: stars, second: 0 });
+      else if (stars > b.topStars || (stars === b.topStars && r.key < b.top.key)) best.set(f, { top: r, topStars: stars, second: b.topStars });
+      else b.second = Math.max(b.second, stars);
+    }
+  }
+  const names = new Map<string, RepoRecord>();
+  for (const [f, b] of best) if (b.topStars >= MIN_TARGET_STARS && b.topStars >= DOMINANCE * b.second) names.set(f, b.top);
+  return names;
+}
+
+/** Evidence for every project the corpus mentions (see the module comment), by canonical key. */
+export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map<string, ProjectEvidence>; stats: AnchorStats } {
+  const names = projectNames(records);
+  // Step 2: how often each form is capitalised where it is not a description's first word.
+  const capital = new Map<string, number>();
+  const inner = new Map<string, number>();
+  const parsed = records.map((r) => {
+    const text = r.description ?? "";
+    const ws = words(text);
+    eachLongestName(text, ws, (f) => names.has(f), (form, i, n) => {
+      if (i === 0) return;
+      inner.set(form, (inner.get(form) ?? 0) + 1);
+      for (let k = i; k < i + n; k++) {
+        if (/\p{Lu}/u.test(ws[k]!.text)) {
+          capital.set(form, (capital.get(form) ?? 0) + 1);
+          break;
+        }
+      }
+    });
+    return { text, ws };
+  });
+  const isName = (form: string): boolean => {
+    if (!names.has(form)) return false;
+    const seen = inner.get(form) ?? 0;
+    // Forms the descriptions never use mid-sentence are judged by their topics alone.
+    return seen === 0 || (capital.get(form) ?? 0) / seen >= MIN_PROPER_RATIO;
+  };
+
+  // Steps 3 and 4.
+  const stemOf = new Map<string, string | null>();
+  const stem = (w: string): string | null => {
+    let s = stemOf.get(w);
+    if (s === undefined) {
+      const t = STOP_WORDS.has(w) || w.length < 2 || /^\p{N}+$/u.test(w) ? [] : analyze(w);
+      s = t.length === 1 ? t[0]! : null;
+      stemOf.set(w, s);
+    }
+    return s;
+  };
+  const df = new Map<string, number>();
+  const perTarget = new Map<string, { mentions: number; terms: Map<string, number>; surface: Map<string, Map<string, number>> }>();
+  records.forEach((r, idx) => {
+    const { text, ws } = parsed[idx]!;
+    const lowered = [...ws.map((w) => w.text.toLowerCase()), ...r.topics.flatMap((t) => t.match(WORD_RE) ?? [])];
+    const stems = new Map<string, string>();
+    for (const w of lowered) {
+      const s = stem(w);
+      if (s !== null && !stems.has(s)) stems.set(s, w);
+    }
+    for (const s of stems.keys()) df.set(s, (df.get(s) ?? 0) + 1);
+
+    const targets = new Map<string, Set<string>>();
+    const mention = (form: string) => {
+      if (!isName(form)) return;
+      const t = names.get(form)!;
+      if (t.key === r.key) return;
+      let forms = targets.get(t.key);
+      if (!forms) targets.set(t.key, (forms = new Set()));
+      forms.add(form);
+    };
+    eachLongestName(text, ws, isName, (form) => mention(form));
+    for (const topic of r.topics) mention(nameForm(topic));
+    for (const [key, forms] of targets) {
+      let agg = perTarget.get(key);
+      if (!agg) perTarget.set(key, (agg = { mentions: 0, terms: new Map(), surface: new Map() }));
+      agg.mentions++;
+      for (const [s, w] of stems) {
+        if (forms.has(nameForm(w))) continue; // the name itself says nothing new
+        agg.terms.set(s, (agg.terms.get(s) ?? 0) + 1);
+        let sf = agg.surface.get(s);
+        if (!sf) agg.surface.set(s, (sf = new Map()));
+        sf.set(w, (sf.get(w) ?? 0) + 1);
+      }
+    }
+  });
+
+  const n = records.length;
+  const evidence = new Map<string, ProjectEvidence>();
+  let projects = 0;
+  const starsOf = new Map(records.map((r) => [r.key, r.stars ?? 0]));
+  for (const [key, agg] of perTarget) {
+    if (starsOf.get(key)! < STARS_PER_MENTION * agg.mentions) continue;
+    if (agg.mentions < MIN_MENTIONS) {
+      evidence.set(key, { anchor: null, mentions: agg.mentions });
+      continue;
+    }
+    const ranked = [...agg.terms]
+      .filter(([, c]) => c >= 2)
+      .map(([s, c]) => [s, c * Math.log(n / (1 + (df.get(s) ?? 0)))] as const)
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, ANCHOR_TERMS);
+    const terms = ranked.map(([s]) => mostFrequent(agg.surface.get(s)!));
+    evidence.set(key, { anchor: terms.length ? terms.join(" ") : null, mentions: agg.mentions });
+    if (terms.length) projects++;
+  }
+  return { evidence, stats: { names: [...names.keys()].filter(isName).length, projects } };
+}
+
+function mostFrequent(m: ReadonlyMap<string, number>): string {
+  let best = "";
+  let bestN = -1;
+  for (const [w, c] of m) if (c > bestN || (c === bestN && w < best)) [best, bestN] = [w, c];
+  return best;
+}

@@ -1,0 +1,116 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { rec } from "../classify/test-records.js";
+import type { RepoRecord } from "../dataset/record.js";
+import { dedupeProjects } from "./dedup.js";
+
+const react = (name: string, extra: Partial<RepoRecord>) => rec(name, "The library for web and native user interfaces.", extra);
+
+test("merges a renamed project into its newest record, which keeps the others as aliases", () => {
+  const records = [
+    react("facebook/react", { stars: 245_669, lastSeen: "2026-06-09T00:00:00.000Z", pushedAt: "2026-06-07T00:00:00.000Z", topics: ["ui", "javascript"], license: "MIT" }),
+    react("react/react", { stars: 247_495, lastSeen: "2026-08-22T00:00:00.000Z", pushedAt: "2026-08-21T00:00:00.000Z" }),
+    rec("vuejs/vue", "Progressive framework", { stars: 200_000 }),
+  ];
+  const d = dedupeProjects(records);
+  assert.deepEqual(d.records.map((r) => r.key), ["react/react", "vuejs/vue"]);
+  const canonical = d.records[0]!;
+  assert.deepEqual(canonical.aliases, ["facebook/react"]);
+  assert.equal(canonical.stars, 247_495, "the newest record's stars");
+  assert.equal(canonical.pushedAt, "2026-08-21T00:00:00.000Z");
+  // What only the alias knew fills the canonical record's gaps.
+  assert.deepEqual(canonical.topics, ["ui", "javascript"]);
+  assert.equal(canonical.license, "MIT");
+  assert.equal(d.aliasOf.get("facebook/react"), "react/react");
+  assert.deepEqual([d.groups, d.merged], [1, 1]);
+});
+
+test("descriptions compare by words, case-insensitively; repository parts must match", () => {
+  const d = dedupeProjects([
+    rec("stedolan/jq", "Command-line JSON processor", { stars: 24_969, lastSeen: "2023-05-28T00:00:00.000Z" }),
+    rec("jqlang/jq", "Command-line JSON processor.", { stars: 35_467, lastSeen: "2026-08-22T00:00:00.000Z" }),
+    rec("someone/jq-clone", "Command-line JSON processor", { stars: 5 }),
+  ]);
+  assert.deepEqual(d.records.map((r) => [r.key, r.aliases]), [["jqlang/jq", ["stedolan/jq"]], ["someone/jq-clone", []]]);
+});
+
+test("the newest record wins by lastSeen, then pushedAt, then stars; ties break by key", () => {
+  const d = dedupeProjects([
+    rec("a/tool", "Does the thing well", { stars: 10, lastSeen: "2026-01-01T00:00:00.000Z", pushedAt: "2025-01-01T00:00:00.000Z" }),
+    rec("b/tool", "Does the thing well", { stars: 5, lastSeen: "2026-01-01T00:00:00.000Z", pushedAt: "2026-01-01T00:00:00.000Z" }),
+    rec("c/tool", "Does the thing well", { stars: 20, lastSeen: "2025-01-01T00:00:00.000Z", pushedAt: null }),
+  ]);
+  assert.deepEqual(d.records.map((r) => [r.key, r.aliases, r.stars]), [["b/tool", ["a/tool", "c/tool"], 5]]);
+});
+
+test("a record with under a fifth of the group's most stars never stands for the project", () => {
+  const d = dedupeProjects([
+    rec("go-delve/delve", "Delve is a debugger for the Go programming language.", { stars: 24_793, lastSeen: "2026-06-24T00:00:00.000Z" }),
+    rec("derekparker/delve", "Delve is a debugger for the Go programming language.", { stars: 661, lastSeen: "2026-08-21T00:00:00.000Z" }),
+  ]);
+  assert.deepEqual(d.records.map((r) => [r.key, r.aliases]), [["go-delve/delve", ["derekparker/delve"]]]);
+});
+
+test("generic groups are left alone: personal, large, or short descriptions on common or unstarred names", () => {
+  const many = (repo: string, description: string, n: number, stars = 1000) => Array.from({ length: n }, (_, i) => rec(`u${i}/${repo}`, description, { stars }));
+  const records = [
+    ...many("ama", "Ask me anything!", 12),
+    ...many("dotfiles", "My dotfiles", 2),
+    ...many("leetcode", "Leetcode solutions", 2),
+    ...many("leetcode", "other text " + "x", 9).map((r, i) => ({ ...r, key: `v${i}/leetcode`, name: `v${i}/leetcode`, description: `solutions number ${i}` })),
+    ...many("ld34", "Ludum Dare 34", 2, 3),
+  ];
+  const d = dedupeProjects(records);
+  assert.equal(d.merged, 0);
+  assert.equal(d.records.length, records.length);
+  assert.equal(d.skippedGeneric, 4);
+});
+
+test("the result does not depend on the order of the records", () => {
+  const records = [
+    rec("old/caffe", "Caffe: a fast open framework for deep learning.", { stars: 100, lastSeen: "2020-01-01T00:00:00.000Z" }),
+    rec("BVLC/caffe", "Caffe: a fast open framework for deep learning.", { stars: 34_560, lastSeen: "2026-08-21T00:00:00.000Z" }),
+    rec("fork/caffe", "Caffe: a fast open framework for deep learning.", { stars: 106, lastSeen: "2026-08-21T00:00:00.000Z" }),
+  ];
+  const a = dedupeProjects(records);
+  const b = dedupeProjects([...records].reverse());
+  assert.deepEqual(a.records, b.records);
+  assert.deepEqual(a.records[0]!.aliases, ["fork/caffe", "old/caffe"]);
+});
+
+test("tier 2: a renamed project whose description was edited since joins its new name once the old one went stale", () => {
+  const d = dedupeProjects([
+    rec("charliermarsh/ruff", "An extremely fast Python linter, written in Rust.", { stars: 15_304, lastSeen: "2023-06-08T00:00:00.000Z" }),
+    rec("astral-sh/ruff", "An extremely fast Python linter and code formatter, written in Rust.", { stars: 49_267, lastSeen: "2026-08-22T00:00:00.000Z" }),
+  ]);
+  assert.deepEqual(d.records.map((r) => [r.key, r.aliases]), [["astral-sh/ruff", ["charliermarsh/ruff"]]]);
+  assert.equal(d.aliasOf.get("charliermarsh/ruff"), "astral-sh/ruff");
+});
+
+test("tier 2 leaves alone: two living repositories, new words that are not a superset, and too few words", () => {
+  const d = dedupeProjects([
+    // Both seen in the same crawl: a fork with a life of its own.
+    rec("coolwanglu/pdf2htmlEX", "Convert PDF to HTML without losing text or format.", { stars: 10_602, lastSeen: "2026-08-22T00:00:00.000Z" }),
+    rec("ricn/pdf2htmlex", "Convert PDF docs to beautiful HTML files without losing text or format.", { stars: 91, lastSeen: "2026-08-21T00:00:00.000Z" }),
+    // Stale, but the old description has a word the new one lacks.
+    rec("old/grid", "A fast grid library for Vue", { lastSeen: "2022-01-01T00:00:00.000Z" }),
+    rec("new/grid", "A fast data grid library for React", { lastSeen: "2026-01-01T00:00:00.000Z" }),
+    // Stale and contained, but only three words.
+    rec("old/notes", "Simple notes app", { lastSeen: "2022-01-01T00:00:00.000Z" }),
+    rec("new/notes", "Simple notes app for your phone", { lastSeen: "2026-01-01T00:00:00.000Z" }),
+  ]);
+  assert.equal(d.merged, 0, JSON.stringify([...d.aliasOf]));
+});
+
+test("tier 2 joins a tier-1 group to a newer name, and chains of renames end at the newest", () => {
+  const d = dedupeProjects([
+    rec("a/tool", "Fast tool for doing things", { stars: 100, lastSeen: "2020-01-01T00:00:00.000Z" }),
+    rec("A2/tool", "Fast tool for doing things", { stars: 90, lastSeen: "2019-01-01T00:00:00.000Z" }),
+    rec("b/tool", "Fast tool for doing things well", { stars: 300, lastSeen: "2023-01-01T00:00:00.000Z" }),
+    rec("c/tool", "The fast tool for doing things well", { stars: 900, lastSeen: "2026-01-01T00:00:00.000Z" }),
+  ]);
+  assert.deepEqual(
+    d.records.map((r) => [r.key, [...r.aliases].sort()]),
+    [["c/tool", ["A2/tool", "a/tool", "b/tool"]]],
+  );
+});

@@ -1,0 +1,248 @@
+/**
+ * One project, one record: renamed, moved and mirrored repositories are merged at index time.
+ *
+ * The dataset keeps every name a project was ever listed under (`facebook/react` and `react/react`,
+ * `stedolan/jq` and `jqlang/jq`): each is a record of its own, the older one with stale stars and an old
+ * `pushedAt`. Two records are one project when their repository part (after the owner) and their
+ * description are the same, compared case-insensitively over word characters only. The group keeps one
+ * canonical record, the newest (latest `lastSeen`, then `pushedAt`, then stars) among those with at least
+ * a fifth of the group's most stars, filled in with what only its aliases knew; the other names become
+ * its `aliases`. The star bound keeps a personal fork seen in a later crawl (derekparker/delve, 661 stars)
+ * from standing for the project it copied (go-delve/delve, 24,793).
+ *
+ * A second tier catches renames whose description was edited on the way: same repository part, the
+ * older description's words all in the newer one's, and the older name no longer seen for months
+ * (mergeReworded).
+ *
+ * Same name and description is weak evidence when both are generic: 119 repositories named `ama` say
+ * "Ask me anything!", and "My dotfiles" is everyone's. A group is left alone when it is large, when its
+ * description is personal ("my …"), or when a short description (≤ 3 words) sits on a common repository
+ * name (held by ≥ 10 records) or on repositories nobody stars (< 100). Precision of the merges, on a
+ * hand-labelled sample: docs/ranking.md.
+ *
+ * Deterministic: the result depends only on the set of records, never on their order.
+ */
+import type { RepoRecord } from "../dataset/record.js";
+
+/** Bumped whenever the grouping rule changes: it is part of every point's content hash. */
+export const DEDUP_VERSION = 2;
+
+/** Groups larger than this are many people's same-named repositories, not one project. */
+export const MAX_GROUP = 8;
+/** A canonical record has at least this share of its group's most stars (see the module comment). */
+const CANONICAL_MIN_STAR_SHARE = 0.2;
+/** A description of at most this many words is generic on a common name or an unstarred group. */
+const SHORT_DESCRIPTION_WORDS = 3;
+/** A repository name held by at least this many records is common ("dotfiles", "docs", "cli"). */
+const COMMON_NAME_RECORDS = 10;
+/** Below this many stars, no record of a short-description group is known enough to be one project. */
+const MIN_STARS_SHORT = 100;
+/** Tier 2: the shorter description has at least this many words (and the longer at most this many more, or as many again). */
+const REWORDED_MIN_WORDS = 4;
+/** Tier 2: the older name was last seen at least this long before the newer one. */
+const STALE_DAYS = 90;
+
+export interface DedupResult {
+  /** One record per project: canonical records carry their aliases' names; order as in the input. */
+  readonly records: RepoRecord[];
+  /** Alias key (lowercase) → canonical key. */
+  readonly aliasOf: ReadonlyMap<string, string>;
+  readonly groups: number;
+  /** Records merged into another (the aliases). */
+  readonly merged: number;
+  /** Candidate groups left alone as generic. */
+  readonly skippedGeneric: number;
+}
+
+/** The words of a description, lowercased, for comparing two descriptions. */
+export function descriptionWords(description: string): string[] {
+  return description.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
+}
+
+function repoPart(key: string): string {
+  return key.slice(key.indexOf("/") + 1);
+}
+
+/** Newest first: lastSeen, then pushedAt, then stars, then key (so ties break the same way everywhere). */
+export function compareNewest(a: RepoRecord, b: RepoRecord): number {
+  return (
+    cmpDesc(a.lastSeen, b.lastSeen) ||
+    cmpDesc(a.pushedAt, b.pushedAt) ||
+    (b.stars ?? -1) - (a.stars ?? -1) ||
+    (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
+  );
+}
+
+function cmpDesc(a: string | null, b: string | null): number {
+  if (a === b) return 0;
+  if (a === null) return 1;
+  if (b === null) return -1;
+  return a < b ? 1 : -1;
+}
+
+function isGeneric(group: readonly RepoRecord[], words: readonly string[], nameRecords: number): boolean {
+  if (group.length > MAX_GROUP) return true;
+  if (words[0] === "my" || words[0] === "our") return true;
+  if (words.length <= SHORT_DESCRIPTION_WORDS) {
+    if (nameRecords >= COMMON_NAME_RECORDS) return true;
+    if (Math.max(...group.map((r) => r.stars ?? 0)) < MIN_STARS_SHORT) return true;
+  }
+  return false;
+}
+
+/** The group ordered canonical first, then the aliases newest first. */
+function canonicalFirst(group: readonly RepoRecord[]): RepoRecord[] {
+  const sorted = [...group].sort(compareNewest);
+  const most = Math.max(...group.map((r) => r.stars ?? 0));
+  const head = sorted.find((r) => (r.stars ?? 0) >= CANONICAL_MIN_STAR_SHARE * most)!;
+  return [head, ...sorted.filter((r) => r !== head)];
+}
+
+/** The canonical record of a group (canonical first), with what only its aliases knew filled in. */
+function mergeGroup(sorted: readonly RepoRecord[]): RepoRecord {
+  const [head, ...rest] = sorted as [RepoRecord, ...RepoRecord[]];
+  const first = <T>(pick: (r: RepoRecord) => T | null): T | null => {
+    for (const r of sorted) {
+      const v = pick(r);
+      if (v !== null) return v;
+    }
+    return null;
+  };
+  const pushedAt = sorted.reduce<string | null>((m, r) => (r.pushedAt !== null && (m === null || r.pushedAt > m) ? r.pushedAt : m), null);
+  return {
+    ...head,
+    stars: first((r) => r.stars),
+    forks: first((r) => r.forks),
+    language: first((r) => r.language),
+    topics: head.topics.length ? head.topics : (rest.find((r) => r.topics.length)?.topics ?? head.topics),
+    pushedAt,
+    homepage: first((r) => r.homepage),
+    license: first((r) => r.license),
+    createdAt: first((r) => r.createdAt),
+    readme: first((r) => r.readme),
+    tree: first((r) => r.tree),
+    llmsTxtPaths: first((r) => r.llmsTxtPaths),
+    aliases: [...head.aliases, ...rest.flatMap((r) => [r.name, ...r.aliases])],
+  };
+}
+
+/** A unit of tier 2: a tier-1 cluster or a lone record, with its newest record and its description words. */
+interface Unit {
+  readonly records: RepoRecord[];
+  readonly newest: RepoRecord;
+  readonly words: readonly string[];
+}
+
+/**
+ * Tier 2: on a repository part held by at most MAX_GROUP records, a unit whose description's words are
+ * all in a newer unit's description (at least REWORDED_MIN_WORDS words, at most as many added), and whose
+ * newest record was last seen at least STALE_DAYS before that unit's, joins it: the project was renamed or
+ * moved and its description edited since ("An extremely fast Python linter, written in Rust." of
+ * charliermarsh/ruff, last seen 2023, and "…linter and code formatter…" of astral-sh/ruff). Two units
+ * seen in the same crawl are two living repositories (a fork with its own life), never merged here, nor
+ * is a newer unit with under a fifth of the older one's stars (pkg/errors, 8,106 stars, is not a fork's
+ * alias) or a description that only spells the repository's name. Precision of this tier on its own
+ * hand-labelled sample: bench/dedup-labels.md.
+ */
+function mergeReworded(records: readonly RepoRecord[], clusters: RepoRecord[][], inCluster: ReadonlySet<string>, nameRecords: ReadonlyMap<string, number>): void {
+  const byName = new Map<string, Unit[]>();
+  const add = (rs: RepoRecord[]) => {
+    const newest = [...rs].sort(compareNewest)[0]!;
+    if (!newest.description || newest.lastSeen === null) return;
+    const words = descriptionWords(newest.description);
+    const name = repoPart(newest.key);
+    if ((nameRecords.get(name) ?? 0) > MAX_GROUP || words.length === 0) return;
+    byName.set(name, [...(byName.get(name) ?? []), { records: rs, newest, words }]);
+  };
+  for (const c of clusters) add(c);
+  for (const r of records) if (!inCluster.has(r.key)) add([r]);
+  const joined = new Set<Unit>();
+  for (const units of byName.values()) {
+    if (units.length < 2) continue;
+    units.sort((a, b) => compareNewest(a.newest, b.newest));
+    // Oldest first, each joins the newest unit that rewords it (itself not joined elsewhere).
+    for (let i = units.length - 1; i > 0; i--) {
+      const old = units[i]!;
+      const target = units.slice(0, i).find((u) => !joined.has(u) && rewords(old, u));
+      if (!target) continue;
+      target.records.push(...old.records);
+      joined.add(old);
+    }
+    for (const u of units) {
+      if (joined.has(u) || u.records.length < 2) continue;
+      // A lone record that gathered others becomes a cluster; a tier-1 cluster is already listed.
+      if (!clusters.includes(u.records)) clusters.push(u.records);
+    }
+  }
+  // Drop tier-1 clusters that joined a newer unit (their records now sit in that unit's cluster).
+  for (let i = clusters.length - 1; i >= 0; i--) if ([...joined].some((u) => u.records === clusters[i])) clusters.splice(i, 1);
+}
+
+function rewords(old: Unit, newer: Unit): boolean {
+  const days = (Date.parse(newer.newest.lastSeen!) - Date.parse(old.newest.lastSeen!)) / 86_400_000;
+  if (!(days >= STALE_DAYS)) return false;
+  // A new name is as known as the old one (within CANONICAL_MIN_STAR_SHARE): a little-starred newer
+  // repository that extends an older description is a fork with a purpose of its own.
+  const stars = (u: Unit) => Math.max(...u.records.map((r) => r.stars ?? 0));
+  if (stars(newer) < CANONICAL_MIN_STAR_SHARE * stars(old)) return false;
+  const [short, long] = old.words.length <= newer.words.length ? [old.words, newer.words] : [newer.words, old.words];
+  if (short.length < REWORDED_MIN_WORDS || long.length - short.length > Math.max(REWORDED_MIN_WORDS, short.length)) return false;
+  if (short[0] === "my" || short[0] === "our") return false;
+  // A description that only spells the repository's name says nothing ("Data-Structures-and-Algorithms").
+  if (short.join(" ") === descriptionWords(repoPart(old.newest.key).replace(/[-_.]+/g, " ")).join(" ")) return false;
+  const have = new Set(long);
+  return short.every((w) => have.has(w));
+}
+
+/** Merges duplicate projects (see the module comment). `records` must have unique keys. */
+export function dedupeProjects(records: readonly RepoRecord[]): DedupResult {
+  const nameRecords = new Map<string, number>();
+  for (const r of records) {
+    const repo = repoPart(r.key);
+    nameRecords.set(repo, (nameRecords.get(repo) ?? 0) + 1);
+  }
+  const groups = new Map<string, RepoRecord[]>();
+  const wordsOf = new Map<string, string[]>();
+  for (const r of records) {
+    if (!r.description) continue;
+    const words = descriptionWords(r.description);
+    if (words.length === 0) continue;
+    const id = `${repoPart(r.key)}\n${words.join(" ")}`;
+    const g = groups.get(id);
+    if (g) g.push(r);
+    else {
+      groups.set(id, [r]);
+      wordsOf.set(id, words);
+    }
+  }
+  // Tier 1: equal descriptions.
+  const clusters: RepoRecord[][] = [];
+  const inCluster = new Set<string>();
+  let skippedGeneric = 0;
+  for (const [id, g] of groups) {
+    if (g.length < 2) continue;
+    if (isGeneric(g, wordsOf.get(id)!, nameRecords.get(repoPart(g[0]!.key))!)) {
+      skippedGeneric++;
+      continue;
+    }
+    clusters.push([...g]);
+    for (const r of g) inCluster.add(r.key);
+  }
+  // Tier 2: a description reworded around the same words, on a name gone stale (see the module comment).
+  mergeReworded(records, clusters, inCluster, nameRecords);
+  const canonical = new Map<string, RepoRecord>();
+  const aliasOf = new Map<string, string>();
+  for (const c of clusters) {
+    const sorted = canonicalFirst(c);
+    const merged = mergeGroup(sorted);
+    canonical.set(merged.key, merged);
+    for (const r of sorted.slice(1)) aliasOf.set(r.key, merged.key);
+  }
+  const groupCount = clusters.length;
+  const out: RepoRecord[] = [];
+  for (const r of records) {
+    if (aliasOf.has(r.key)) continue;
+    out.push(canonical.get(r.key) ?? r);
+  }
+  return { records: out, aliasOf, groups: groupCount, merged: aliasOf.size, skippedGeneric };
+}
