@@ -12,11 +12,14 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 # Dependencies first so this layer is cached until the lockfile changes. Scripts are skipped here
 # (the package's own `prepare` would compile sources that are not copied yet) and the dependencies'
-# install scripts run in `npm rebuild`; .npmrc keeps onnxruntime-node from fetching CUDA libraries.
-COPY package.json package-lock.json .npmrc ./
+# install scripts run in `npm rebuild`. onnxruntime-node's would fetch CUDA libraries (its CPU runtime
+# ships inside the package): package.json's `allowScripts` denies it on npm 11, and the package's own
+# switch, ONNXRUNTIME_NODE_INSTALL=skip, skips it under the npm 10 of the node:20 image.
+ENV ONNXRUNTIME_NODE_INSTALL=skip
+COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund \
  && npm rebuild --no-audit --no-fund
-COPY tsconfig.json ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY proto ./proto
 COPY bin ./bin
 COPY src ./src
@@ -32,13 +35,14 @@ LABEL org.opencontainers.image.title="reposearch" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0"
 # NODE_OPTIONS: the 64 MiB young-generation semi-space that SERVE_SEMI_SPACE_MB gives cluster workers,
-# for the one-process pods of the Kubernetes and Compose deployments too (README, "Processes").
+# for the one-process pods of the Kubernetes and Compose deployments too (docs/architecture.md, "Processes").
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=64 \
     DATA_DIR=/data \
     HOST=0.0.0.0 \
     PORT=8080 \
     GRPC_PORT=50051 \
+    CONNECT_PORT=50052 \
     METRICS_PORT=9464
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./
@@ -49,8 +53,9 @@ COPY --from=build /app/proto ./proto
 # The image's `node` user (uid/gid 1000), by number so Kubernetes can verify runAsNonRoot.
 RUN mkdir -p /data && chown 1000:1000 /data
 USER 1000:1000
-# 8080 REST gateway, 50051 gRPC core, 9464 core metrics and health.
-EXPOSE 8080 50051 9464
+# 8080 REST gateway, 50051 gRPC core, 50052 the core's Connect port (Connect, gRPC-Web, gRPC), 9464
+# core metrics and health.
+EXPOSE 8080 50051 50052 9464
 # No HEALTHCHECK: Kubernetes probes (gRPC health on the core, /health on the gateway) and the compose
 # file's per-service healthchecks cover it, and a one-shot `index` container has nothing to check.
 ENTRYPOINT ["node", "bin/reposearch.js"]

@@ -17,7 +17,7 @@ import { loadConfig, projectRoot } from "../src/config/config.js";
 import { openSource, readDataset } from "../src/dataset/reader.js";
 import { CATEGORIES, type Category, type RepoRecord } from "../src/dataset/record.js";
 import type { Embedder } from "../src/embed/types.js";
-import { embeddingText } from "../src/indexer/doc-text.js";
+import { embeddingText } from "../src/corpus/doc-text.js";
 
 interface SampleRow {
   readonly key: string;

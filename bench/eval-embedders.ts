@@ -24,7 +24,7 @@ import { embedTokenized, readStaticModel, tokenizeTexts, vocabIndex, type Tokeni
 import { topKDot } from "../src/eval/brute-force.js";
 import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from "../src/eval/metrics.js";
 import { prepareCorpus } from "../src/corpus/prepare.js";
-import { embeddingText } from "../src/indexer/doc-text.js";
+import { embeddingText } from "../src/corpus/doc-text.js";
 import { staticModelsRoot } from "../src/indexer/static-model.js";
 
 const { values } = parseArgs({

@@ -47,7 +47,7 @@ import { loadQueryEmbedder } from "../src/embed/factory.js";
 import type { Embedder } from "../src/embed/types.js";
 import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from "../src/eval/metrics.js";
 import { balanceSets, crossValidate, DEFAULT_RANKER_PARAMS, trainRanker, type JudgedPool, type RankerParams } from "../src/eval/train-ranker.js";
-import { embeddingText } from "../src/indexer/doc-text.js";
+import { embeddingText } from "../src/corpus/doc-text.js";
 import { embeddedStoreFromConfig } from "../src/store/embedded/store.js";
 
 const { values } = parseArgs({

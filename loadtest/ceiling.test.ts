@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { loadConfig } from "../src/config/config.js";
 import { ceilingBatch, embedFor } from "./ceiling.js";
 

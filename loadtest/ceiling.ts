@@ -9,6 +9,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
+import { compiledModuleUrl } from "../src/common/compiled-url.js";
 import type { Config } from "../src/config/config.js";
 import { batchesQueries } from "../src/core/engine.js";
 import { loadQueryEmbedder } from "../src/embed/factory.js";
@@ -88,7 +89,7 @@ export async function singleThreadCeiling(config: Config, embedderId: string, qu
 export async function multiThreadCeiling(config: Config, embedderId: string, queries: readonly string[], seconds: number, threads: number): Promise<CeilingResult> {
   const batch = ceilingBatch(config, embedderId);
   const workerData = { dataDir: config.dataDir, embedderId, queries, seconds, batch };
-  const workers = Array.from({ length: threads }, (_, k) => new Worker(new URL("./embed-worker.js", import.meta.url), { workerData: { ...workerData, offset: k * 97 } }));
+  const workers = Array.from({ length: threads }, (_, k) => new Worker(compiledModuleUrl("./embed-worker.js", import.meta.url), { workerData: { ...workerData, offset: k * 97 } }));
   const message = (w: Worker, type: string) =>
     new Promise<Record<string, unknown>>((resolve, reject) => {
       const onMsg = (m: Record<string, unknown>) => {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { test } from "node:test";
+import { test } from "vitest";
 import { Histogram, Registry } from "prom-client";
 import { gcBetween, parseGcTotals, scrapeGc } from "./gc.js";
 

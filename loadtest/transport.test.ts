@@ -1,6 +1,6 @@
 /** The transport ceiling: a real echo server (two cluster processes) and the real generator on loopback. */
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { transportCeiling } from "./transport.js";
 
 test("the echo server answers every request with the given body, from two processes, and stops cleanly", async () => {

@@ -10,6 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { compiledModuleUrl } from "../src/common/compiled-url.js";
 import { runPhases, type LoadRequest, type PhaseRecord } from "./loadgen.js";
 import { procTreeCpuSeconds } from "./server.js";
 
@@ -37,7 +39,7 @@ export async function transportCeiling(opts: {
   const dir = mkdtempSync(path.join(tmpdir(), "reposearch-transport-"));
   const bodyFile = path.join(dir, "body.json");
   writeFileSync(bodyFile, opts.responseBody);
-  const child = spawn(process.execPath, [new URL("./echo-server.js", import.meta.url).pathname, "--processes", String(opts.processes), "--body-file", bodyFile], {
+  const child = spawn(process.execPath, [fileURLToPath(compiledModuleUrl("./echo-server.js", import.meta.url)), "--processes", String(opts.processes), "--body-file", bodyFile], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   try {

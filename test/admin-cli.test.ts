@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { after, before, describe, test } from "node:test";
+import { afterAll, beforeAll, describe, onTestFinished, test } from "vitest";
 import pg from "pg";
 import { parseKey } from "../src/gateway/accounts/keys.js";
 import { runCli, tempDir, type CliResult } from "./helpers.js";
@@ -21,11 +21,11 @@ describe("admin CLI on SQLite", () => {
   let e: NodeJS.ProcessEnv;
   const cli = (...args: string[]) => runCli(args, e);
 
-  before(async () => {
+  beforeAll(async () => {
     dir = await tempDir("admin-cli");
     e = env({ DATA_DIR: dir });
   });
-  after(() => rm(dir, { recursive: true, force: true }));
+  afterAll(() => rm(dir, { recursive: true, force: true }));
 
   test("accounts, keys, credits: the happy path", async () => {
     const created = JSON.parse(ok(await cli("accounts", "create", "acme")).stdout) as Record<string, unknown>;
@@ -84,13 +84,13 @@ describe("admin CLI on SQLite", () => {
   });
 });
 
-test("admin CLI on Postgres (LEDGER_BACKEND=postgres)", async (t) => {
+test("admin CLI on Postgres (LEDGER_BACKEND=postgres)", async () => {
   const base = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
   const schema = `ledger_cli_${randomUUID().replace(/-/g, "").slice(0, 12)}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
-  t.after(async () => {
+  onTestFinished(async () => {
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin.end();
   });

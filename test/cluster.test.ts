@@ -19,8 +19,8 @@ import { Agent, request } from "node:http";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { after, before, test } from "node:test";
-import { waitUntil } from "../src/core/grpc/testkit.js";
+import { afterAll, beforeAll, test } from "vitest";
+import { waitUntil } from "./support/grpc-testkit.js";
 import { SEARCH_PATH } from "../src/gateway/openapi.js";
 import { childPids } from "../loadtest/server.js";
 import { datasetLines, oneRecordPerName, runCli, startCli, tempDir, type CliResult } from "./helpers.js";
@@ -121,7 +121,7 @@ function sample(text: string, prefix: string): number {
   return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
 }
 
-before(async () => {
+beforeAll(async () => {
   dir = await tempDir("reposearch-cluster-");
   await buildIndex(dir, oneRecordPerName(await datasetLines(340)).slice(0, 300), { env: stackEnv(dir, { STATIC_TRAIN_EPOCHS: "0" }) });
   env = stackEnv(dir, {
@@ -156,8 +156,8 @@ before(async () => {
   });
 });
 
-after(() => {
-  if (!primary) return; // before() failed ahead of the start
+afterAll(() => {
+  if (!primary) return; // beforeAll() failed ahead of the start
   for (const pid of workerPids()) process.kill(pid, "SIGKILL");
   if (primary.exitCode === null) primary.kill("SIGKILL");
 });

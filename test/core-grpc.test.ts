@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
 import { ErrorCode, ReposearchError } from "../src/common/errors.js";
@@ -24,7 +24,7 @@ import { SearchEngine, batchesQueries, retrieverWeights, shippedRanker, type Sta
 import { loadQueryEmbedder } from "../src/embed/factory.js";
 import type { Embedder } from "../src/embed/types.js";
 import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, loadProtos } from "../src/core/grpc/convert.js";
-import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "../src/core/grpc/testkit.js";
+import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "./support/grpc-testkit.js";
 import type { AppliedFilters, IndexStats, SearchFilters, SearchRequest, SearchResponse, SearchResult } from "../src/core/types.js";
 import { CATEGORIES, type Category, type RepoPayload } from "../src/dataset/record.js";
 import { startCore, type CoreHandle } from "../src/server/serve.js";
@@ -246,7 +246,7 @@ async function rawHealth(address: string, service: string): Promise<string> {
   const raw = new grpc.Client(address, grpc.credentials.createInsecure());
   try {
     return await new Promise<string>((resolve, reject) => {
-      raw.makeUnaryRequest(check.path, check.requestSerialize, check.responseDeserialize, { service }, new grpc.Metadata(), { deadline: Date.now() + 2_000 }, (err, value) => {
+      raw.makeUnaryRequest(check!.path, check!.requestSerialize, check!.responseDeserialize, { service }, new grpc.Metadata(), { deadline: Date.now() + 2_000 }, (err, value) => {
         if (err) reject(err);
         else resolve(String((value as { status?: unknown }).status));
       });
@@ -276,7 +276,7 @@ function coreEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return env;
 }
 
-before(async () => {
+beforeAll(async () => {
   dataDir = await tempDir("core-grpc");
   baseRows = await datasetLines(2000);
   const built = await buildIndex(dataDir, [...baseRows, ...FIXTURES], { file: "v1.jsonl" });
@@ -297,7 +297,7 @@ before(async () => {
   denseServed = v1Stats.methods.includes("dense");
 });
 
-after(async () => {
+afterAll(async () => {
   client?.close();
   if (core && !coreClosed) await core.close();
   await refStore?.close();
@@ -645,11 +645,11 @@ describe("query embeddings of searches that arrive together", () => {
 describe("rerank enabled (RERANKER=local)", () => {
   let rcore: CoreHandle;
   let rclient: CoreClient;
-  before(async () => {
+  beforeAll(async () => {
     rcore = await startCore(loadConfig(coreEnv({ RERANKER: "local", RERANK_TIMEOUT_MS: "5000" })), { version: "e2e-test" });
     rclient = new CoreClient(rcore.grpc.address, { defaultDeadlineMs: 5_000 });
   });
-  after(async () => {
+  afterAll(async () => {
     rclient?.close();
     await rcore?.close();
   });
@@ -786,7 +786,7 @@ describe("the real CLI process (serve --role core)", () => {
 });
 
 describe("index swap under load", () => {
-  it("a new version published by the real indexer is picked up with zero failed searches", async (t) => {
+  it("a new version published by the real indexer is picked up with zero failed searches", async () => {
     const before = await client.stats();
     const clients = Array.from({ length: 4 }, () => new CoreClient(core.grpc.address, { defaultDeadlineMs: 10_000 }));
     const queries: SearchRequest[] = [
@@ -835,7 +835,7 @@ describe("index swap under load", () => {
     }
     assert.deepEqual(failures, [], `${failures.length} failed searches during the swap`);
     assert.ok(ok >= 20, `only ${ok} searches ran during the swap`);
-    t.diagnostic(`${ok} searches by 4 clients during the swap, 0 failed`);
+    console.log(`${ok} searches by 4 clients during the swap, 0 failed`);
 
     const after = await client.stats();
     assert.notEqual(after.version, before.version);
@@ -851,7 +851,7 @@ describe("graceful shutdown", () => {
     const watch = loadProtos().healthService.Watch;
     const raw = new grpc.Client(core.grpc.address, grpc.credentials.createInsecure());
     const seen: string[] = [];
-    const stream = raw.makeServerStreamRequest(watch.path, watch.requestSerialize, watch.responseDeserialize, { service: SEARCH_SERVICE_NAME });
+    const stream = raw.makeServerStreamRequest(watch!.path, watch!.requestSerialize, watch!.responseDeserialize, { service: SEARCH_SERVICE_NAME });
     stream.on("data", (msg: { status?: string }) => seen.push(msg.status ?? "UNKNOWN"));
     stream.on("error", () => undefined); // CANCELLED once we stop watching
     try {

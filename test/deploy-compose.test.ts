@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { test } from "node:test";
+import { test } from "vitest";
+import { skipTest } from "./support/skip.js";
 import { parse } from "yaml";
 import { projectRoot } from "../src/config/config.js";
 import { knownEnvVars } from "./helpers.js";
@@ -59,8 +60,7 @@ const volumesOf = (s: Obj) =>
 test("compose: docker-compose config -q accepts the file", (t) => {
   const cmd = composeCommand();
   if (!cmd) {
-    t.skip("neither docker-compose nor the docker compose plugin is installed (Debian: apt-get install docker-compose)");
-    return;
+    return skipTest(t, "neither docker-compose nor the docker compose plugin is installed (Debian: apt-get install docker-compose)");
   }
   const r = spawnSync(cmd[0]!, [...cmd.slice(1), "-f", COMPOSE_FILE, "config", "-q"], { cwd: projectRoot, encoding: "utf8", timeout: 60_000 });
   assert.equal(r.error, undefined, String(r.error));
@@ -99,7 +99,7 @@ test("compose: Qdrant has a volume and a health check; Postgres has env, a volum
   }
 });
 
-test("compose: the core scales (no container_name, no host port, 2 replicas) and serves gRPC on 50051", () => {
+test("compose: the core scales (no container_name, no host port, 2 replicas) and serves gRPC on 50051, Connect on 50052", () => {
   const core = svc("core");
   assert.equal(core.container_name, undefined, "no container_name: replicas need distinct names");
   assert.equal(core.ports, undefined, "no published ports: replicas would collide on a fixed host port");
@@ -107,6 +107,8 @@ test("compose: the core scales (no container_name, no host port, 2 replicas) and
   assert.deepEqual(commandOf(core), ["serve", "--role", "core"]);
   const env = envOf(core);
   assert.equal(env.GRPC_PORT ?? "50051", "50051");
+  assert.equal(env.CONNECT_PORT ?? "50052", "50052");
+  assert.ok(((core.expose ?? []) as unknown[]).map(String).includes("50052"), "the Connect port is exposed to the network (not published)");
   assert.equal(env.HOST, "0.0.0.0", "the core listens beyond loopback");
   assert.equal(env.VECTOR_STORE, "qdrant");
   assert.match(env.QDRANT_URL ?? "", /^http:\/\/qdrant:6333\/?$/);

@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { test } from "node:test";
+import { test } from "vitest";
+import { skipTest } from "./support/skip.js";
 import { Ajv, type ErrorObject } from "ajv";
 import { parse, parseAllDocuments } from "yaml";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
@@ -226,8 +227,7 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
 
 test("helm: helm lint --strict and helm template render schema-valid, labelled objects", (t) => {
   if (!helmAvailable()) {
-    t.skip("helm is not installed: the templates were checked statically only (install helm to lint and render them)");
-    return;
+    return skipTest(t, "helm is not installed: the templates were checked statically only (install helm to lint and render them)");
   }
   const lint = spawnSync("helm", ["lint", "--strict", CHART], { encoding: "utf8", timeout: 120_000 });
   assert.equal(lint.status, 0, `helm lint failed:\n${lint.stdout}${lint.stderr}`);

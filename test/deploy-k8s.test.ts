@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { test } from "node:test";
+import { test } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
@@ -249,15 +249,15 @@ test("k8s: core Deployment: 2 replicas, native gRPC probes on 50051, resources, 
   }
   if (c.startupProbe) assert.equal(c.startupProbe.grpc?.port, 50051);
   const ports = Object.fromEntries((c.ports as Obj[]).map((p) => [p.name, p.containerPort]));
-  assert.deepEqual(ports, { grpc: 50051, metrics: 9464 });
+  assert.deepEqual(ports, { grpc: 50051, connect: 50052, metrics: 9464 });
   checkHardening(core, c);
 });
 
-test("k8s: core Service is headless with grpc 50051 and metrics 9464", () => {
+test("k8s: core Service is headless with grpc 50051, connect 50052 and metrics 9464", () => {
   const svc = named("Service", "reposearch-core");
   assert.equal(svc.spec.clusterIP, "None");
   const ports = Object.fromEntries((svc.spec.ports as Obj[]).map((p) => [p.name, p.port]));
-  assert.deepEqual(ports, { grpc: 50051, metrics: 9464 });
+  assert.deepEqual(ports, { grpc: 50051, connect: 50052, metrics: 9464 });
 });
 
 test("k8s: gateway Deployment: tcpSocket liveness, httpGet /health readiness, dns:/// core address", () => {

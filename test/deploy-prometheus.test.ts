@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { test } from "node:test";
+import { test } from "vitest";
+import { skipTest } from "./support/skip.js";
 import { parse } from "yaml";
 import { projectRoot } from "../src/config/config.js";
 
@@ -85,17 +86,17 @@ function runPromtool(args: string[]): void {
 const SKIP_PROMTOOL = "promtool is not installed (Debian: apt-get install prometheus)";
 
 test("prometheus: promtool check rules deploy/prometheus/alerts.yml", (t) => {
-  if (!promtool()) return void t.skip(SKIP_PROMTOOL);
+  if (!promtool()) return skipTest(t, SKIP_PROMTOOL);
   runPromtool(["check", "rules", path.join(PROM_DIR, "alerts.yml")]);
 });
 
 test("prometheus: promtool check config deploy/prometheus/prometheus.yml", (t) => {
-  if (!promtool()) return void t.skip(SKIP_PROMTOOL);
+  if (!promtool()) return skipTest(t, SKIP_PROMTOOL);
   runPromtool(["check", "config", path.join(PROM_DIR, "prometheus.yml")]);
 });
 
 test("prometheus: the alert rules pass their unit tests (promtool test rules)", (t) => {
-  if (!promtool()) return void t.skip(SKIP_PROMTOOL);
+  if (!promtool()) return skipTest(t, SKIP_PROMTOOL);
   runPromtool(["test", "rules", path.join(PROM_DIR, "alerts.test.yml")]);
 });
 

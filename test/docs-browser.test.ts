@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
-import { after, test } from "node:test";
+import { afterAll, onTestFinished, test } from "vitest";
+import { skipTest } from "./support/skip.js";
 import { setLogLevel, setLogSink } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
 import { startGateway, type GatewayHandle } from "../src/server/serve.js";
@@ -21,7 +22,7 @@ const restoreSink = setLogSink(() => {});
 setLogLevel("warn");
 let dir: string | undefined;
 let gw: GatewayHandle | undefined;
-after(async () => {
+afterAll(async () => {
   await gw?.close();
   setLogSink(restoreSink);
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -29,15 +30,13 @@ after(async () => {
 
 test("GET /docs renders the Swagger UI with POST /v1/codehost/search, without any external request", async (t) => {
   if (!existsSync(CHROMIUM)) {
-    t.skip(`no Chromium at ${CHROMIUM}: install the Debian package (apt-get install -y chromium) or set CHROMIUM_PATH`);
-    return;
+    return skipTest(t, `no Chromium at ${CHROMIUM}: install the Debian package (apt-get install -y chromium) or set CHROMIUM_PATH`);
   }
   let playwright: typeof import("playwright-core");
   try {
     playwright = await import("playwright-core");
   } catch {
-    t.skip("the playwright-core package is not installed (npm install -D playwright-core)");
-    return;
+    return skipTest(t, "the playwright-core package is not installed (npm install -D playwright-core)");
   }
 
   // /docs needs no search core: the gateway alone, its core address pointing at nothing.
@@ -47,7 +46,7 @@ test("GET /docs renders the Swagger UI with POST /v1/codehost/search, without an
   const origin = new URL(gw.url).origin;
 
   const browser = await playwright.chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
-  t.after(() => browser.close());
+  onTestFinished(() => browser.close());
   const page = await browser.newPage();
   const requested: string[] = [];
   const failed: string[] = [];

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
-import { after, before, test } from "node:test";
+import { afterAll, beforeAll, test } from "vitest";
 import pg from "pg";
 import { setLogSink } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
@@ -332,7 +332,7 @@ const summary = (os: readonly Outcome[]) => {
   return Object.fromEntries(m);
 };
 
-before(async () => {
+beforeAll(async () => {
   dir = await tempDir("faults");
   await buildIndex(dir, await datasetLines(500), { env: testEnv({ LOG_LEVEL: "warn" }) });
 
@@ -350,7 +350,7 @@ before(async () => {
   accounts = gw.accounts;
 });
 
-after(async () => {
+afterAll(async () => {
   pgProxy?.restore();
   redisProxy?.restore();
   await gwOpen?.close().catch(() => {});

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
-import { after, before, describe, test } from "node:test";
+import { afterAll, beforeAll, describe, test } from "vitest";
 import Database from "better-sqlite3";
 import { Logger, setLogLevel, setLogSink } from "../src/common/logger.js";
 import { loadConfig, type Config } from "../src/config/config.js";
@@ -132,7 +132,7 @@ function ledgerRows(accountName: string): { kind: string; amount_micros: number;
 let gatewayStartedAt = 0;
 let datasetRows: Record<string, unknown>[] = [];
 
-before(async () => {
+beforeAll(async () => {
   dir = await tempDir("gw-e2e");
   datasetRows = await datasetLines(1500);
   await buildIndex(dir, datasetRows);
@@ -143,7 +143,7 @@ before(async () => {
   accounts = gw.accounts;
 });
 
-after(async () => {
+afterAll(async () => {
   for (const close of closers.reverse()) await close().catch(() => {});
   await gw?.close();
   await core?.close();
@@ -153,7 +153,7 @@ after(async () => {
 
 describe("200 search", () => {
   let key: string;
-  before(async () => {
+  beforeAll(async () => {
     key = (await accountWithKey(5)).key;
   });
 
@@ -251,7 +251,7 @@ describe("200 search", () => {
 
 describe("400 VALIDATION_ERROR", () => {
   let acct: { name: string; key: string };
-  before(async () => {
+  beforeAll(async () => {
     acct = await accountWithKey(5);
   });
 

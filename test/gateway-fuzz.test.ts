@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { after, before, test } from "node:test";
+import { afterAll, beforeAll, test } from "vitest";
 import { gzipSync } from "node:zlib";
 import { setLogLevel, setLogSink } from "../src/common/logger.js";
 import { seededRandom } from "../src/common/random.js";
@@ -43,7 +43,7 @@ let gw: GatewayHandle;
 let key: string;
 const ACCOUNT = "fuzzer";
 
-before(async () => {
+beforeAll(async () => {
   dir = await tempDir("gw-fuzz");
   await buildIndex(dir, await datasetLines(1500));
   const config = loadConfig(
@@ -59,7 +59,7 @@ before(async () => {
   key = (await fundedAccount(gw.accounts, ACCOUNT, 1000)).key;
 });
 
-after(async () => {
+afterAll(async () => {
   await gw?.close();
   await core?.close();
   setLogSink(restoreSink);

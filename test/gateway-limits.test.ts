@@ -13,7 +13,8 @@ import type { ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { after, before, test } from "node:test";
+import { afterAll, beforeAll, onTestFinished, test } from "vitest";
+import { skipTest } from "./support/skip.js";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { setLogLevel, setLogSink } from "../src/common/logger.js";
@@ -106,7 +107,7 @@ function countBy(answers: readonly Answer[]): Record<string, number> {
   return out;
 }
 
-before(async () => {
+beforeAll(async () => {
   redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
   await redis.connect().catch((e: unknown) => {
     throw new Error(`these tests need Redis at ${REDIS_URL} (set REDIS_URL): ${(e as Error).message}`);
@@ -116,7 +117,7 @@ before(async () => {
   core = await startCore(loadConfig(gatewayEnv()), { version: VERSION });
 });
 
-after(async () => {
+afterAll(async () => {
   for (const close of closers.reverse()) await close().catch(() => {});
   await core?.close();
   if (redis) {
@@ -147,9 +148,9 @@ test("100 parallel searches against a per-account limit of 60 → exactly 60 × 
   assert.equal(await redis.exists(`reposearch:qc:${queryCacheKey({ query: `json parser ${NONCE}` })}`), 1, "the answer is in the shared query cache");
 });
 
-test("two gateway processes sharing Redis and a SQLite ledger admit exactly the limit in total", async (t) => {
+test("two gateway processes sharing Redis and a SQLite ledger admit exactly the limit in total", async () => {
   const children: ChildProcess[] = [];
-  t.after(async () => {
+  onTestFinished(async () => {
     await Promise.all(
       children.map(
         (c) =>
@@ -192,7 +193,7 @@ test("two gateway processes sharing Redis and a SQLite ledger admit exactly the 
 
   // The test's own connection to the ledger file both processes use.
   const store = SqliteAccountStore.open(path.join(dir, "ledger.sqlite"));
-  t.after(() => store.close());
+  onTestFinished(() => store.close());
   const a = await account(store, 5);
   const ip = uniqueIp();
   const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => search(urls[i % 2]!, a.key, ip).then((r) => answer(r).then((x) => ({ ...x, via: i % 2 })))));
@@ -263,11 +264,10 @@ test("credits under concurrency on Postgres, two gateways on one ledger", async 
   try {
     await admin.connect();
   } catch (e) {
-    t.skip(`Postgres unreachable at ${DATABASE_URL}: ${(e as Error).message}`);
-    return;
+    return skipTest(t, `Postgres unreachable at ${DATABASE_URL}: ${(e as Error).message}`);
   }
   await admin.query(`CREATE SCHEMA ${schema}`);
-  t.after(async () => {
+  onTestFinished(async () => {
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin.end();
   });

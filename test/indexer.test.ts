@@ -2,7 +2,7 @@
  * The indexer end to end, through the real CLI in real processes: full build, no-change re-run,
  * incremental changes, bad lines, URL datasets, progress logs, shards, and kills at any moment.
  */
-import { test, before } from "node:test";
+import { beforeAll, test } from "vitest";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { createServer } from "node:http";
@@ -26,7 +26,7 @@ async function freshDataDir(prefix: string): Promise<string> {
   return dir;
 }
 
-before(async () => {
+beforeAll(async () => {
   // One record per name: every row is a project of its own, so counts of points are counts of rows.
   rows = oneRecordPerName(await datasetLines(3000)).slice(0, 2600);
   assert.equal(rows.length, 2600);
@@ -71,7 +71,7 @@ function activeModel(dataDir: string): { id: string; trainedFrom: string | null 
 }
 
 test("the default build fine-tunes the distilled model and embeds with it; STATIC_TRAIN_EPOCHS=0 keeps the distilled one", async () => {
-  // The shared model of before(): distilled, then trained, and the trained one is active and indexed.
+  // The shared model of beforeAll(): distilled, then trained, and the trained one is active and indexed.
   const built = activeModel(modelDir);
   assert.notEqual(built.trainedFrom, null, "the default build trains");
   assert.ok(existsSync(path.join(modelDir, "models", "static", built.trainedFrom!, "model.json")), "the distilled init is kept beside it");

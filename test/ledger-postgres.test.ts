@@ -6,11 +6,11 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { performance } from "node:perf_hooks";
-import { test } from "node:test";
+import { onTestFinished, test } from "vitest";
 import pg from "pg";
 import { setLogSink } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
-import { accountStoreContract } from "../src/gateway/accounts/contract.js";
+import { accountStoreContract } from "./support/account-store-contract.js";
 import { openAccountStore } from "../src/gateway/accounts/index.js";
 import { PostgresAccountStore } from "../src/gateway/accounts/postgres.js";
 import { MICROS_PER_USD } from "../src/gateway/accounts/types.js";
@@ -50,9 +50,9 @@ accountStoreContract("postgres", async () => {
   };
 });
 
-test("postgres: concurrent migrators apply each migration once; TRUNCATE of the ledger is refused", async (t) => {
+test("postgres: concurrent migrators apply each migration once; TRUNCATE of the ledger is refused", async () => {
   const schema = freshSchema();
-  t.after(() => dropSchema(schema));
+  onTestFinished(() => dropSchema(schema));
   const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresAccountStore.open({ connectionString: DATABASE_URL, schema, max: 2 })));
   const raw = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${schema}` });
   await raw.connect();
@@ -69,12 +69,12 @@ test("postgres: concurrent migrators apply each migration once; TRUNCATE of the 
   }
 });
 
-test("postgres: open fails fast against a server that never answers", async (t) => {
+test("postgres: open fails fast against a server that never answers", async () => {
   // Accepts TCP connections and then stays silent: without connectionTimeoutMillis this would hang.
   const sockets: Socket[] = [];
   const server = createServer((sock) => sockets.push(sock));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  t.after(() => {
+  onTestFinished(() => {
     for (const s of sockets) s.destroy();
     server.close();
   });
@@ -110,9 +110,9 @@ test("postgres: dropped idle connections are logged, not fatal, and the pool rec
   }
 });
 
-test("openAccountStore(config) opens Postgres at DATABASE_URL in the given schema", async (t) => {
+test("openAccountStore(config) opens Postgres at DATABASE_URL in the given schema", async () => {
   const schema = freshSchema();
-  t.after(() => dropSchema(schema));
+  onTestFinished(() => dropSchema(schema));
   const config = loadConfig({ LEDGER_BACKEND: "postgres", DATABASE_URL, DATA_DIR: "/nonexistent-reposearch-test" });
   const store = await openAccountStore(config, { schema });
   try {

@@ -13,18 +13,20 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { after, before, test } from "node:test";
+import { afterAll, beforeAll, test } from "vitest";
 import { setLogLevel } from "../src/common/logger.js";
 import { loadConfig, projectRoot, type Config } from "../src/config/config.js";
 import { SEARCH_PATH } from "../src/gateway/openapi.js";
 import { serve, type Running } from "../src/server/serve.js";
 import { EmbeddedStore } from "../src/store/embedded/store.js";
-import { StoreServer } from "../src/store/serve/server.js";
+import { StoreServer } from "../src/store/embedded/serve/server.js";
 import { datasetLines, tempDir } from "./helpers.js";
 import { buildIndex, freePort, fundedAccount, postSearch, stackEnv, uniqueName } from "./stack.js";
+import { skipReason } from "./support/skip.js";
 
 const PROMETHEUS = process.env.PROMETHEUS_BIN || "/usr/bin/prometheus";
 const SKIP = existsSync(PROMETHEUS) ? false : `Prometheus is not installed at ${PROMETHEUS} (Debian: apt-get install prometheus, or set PROMETHEUS_BIN)`;
+const SKIPPED = skipReason(SKIP, "the Prometheus tests");
 const VERSION = "0.0.0-prom";
 const ACCOUNT_LIMIT = 3;
 
@@ -139,7 +141,7 @@ async function stopPrometheus(): Promise<void> {
 let key = "";
 let brokeKey = "";
 
-before(async () => {
+beforeAll(async () => {
   if (SKIP) return;
   dir = await tempDir("prom");
   await buildIndex(dir, await datasetLines(500));
@@ -161,7 +163,7 @@ before(async () => {
   });
 });
 
-after(async () => {
+afterAll(async () => {
   await stopPrometheus();
   await allRun?.close();
   await gwRun?.close();
@@ -171,7 +173,7 @@ after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-test("every process exposes /metrics: gateway, core (METRICS_PORT) and store serve", { skip: SKIP }, async () => {
+test.skipIf(SKIPPED)("every process exposes /metrics: gateway, core (METRICS_PORT) and store serve", async () => {
   for (const url of [`${gwRun!.gateway!.url}/metrics`, `${coreRun!.coreMetricsUrl}/metrics`, `${storeServer!.url}/metrics`]) {
     const res = await fetch(url);
     assert.equal(res.status, 200, url);
@@ -186,7 +188,7 @@ test("every process exposes /metrics: gateway, core (METRICS_PORT) and store ser
   await health.text();
 });
 
-test("Prometheus scrapes the key series after valid, 400, 401, 403 and 429 answers", { skip: SKIP }, async () => {
+test.skipIf(SKIPPED)("Prometheus scrapes the key series after valid, 400, 401, 403 and 429 answers", async () => {
   const gw = gwRun!.gateway!.url;
   const q = { query: "javascript web framework library", limit: 5 };
   assert.equal(await status(postSearch(gw, q, key)), 200);
@@ -243,7 +245,7 @@ test("Prometheus scrapes the key series after valid, 400, 401, 403 and 429 answe
   for (const forbidden of ["key", "api_key", "account", "account_id", "query"]) assert.ok(!labels.includes(forbidden), `no ${forbidden} label`);
 });
 
-test("the alert rules evaluate against the live series without errors", { skip: SKIP }, async () => {
+test.skipIf(SKIPPED)("the alert rules evaluate against the live series without errors", async () => {
   interface Rule {
     readonly name: string;
     readonly health: string;
@@ -261,7 +263,7 @@ test("the alert rules evaluate against the live series without errors", { skip: 
   assert.ok(!names.includes("ReposearchCoreAbsent") && !names.includes("ReposearchIndexStale"), `unexpected alerts: ${names.join(", ")}`);
 });
 
-test("every Grafana dashboard query is valid PromQL on the live data", { skip: SKIP }, async () => {
+test.skipIf(SKIPPED)("every Grafana dashboard query is valid PromQL on the live data", async () => {
   type Obj = Record<string, any>;
   const d = JSON.parse(readFileSync(path.join(projectRoot, "deploy", "grafana", "dashboards", "reposearch.json"), "utf8")) as Obj;
   const panels = (d.panels as Obj[]).flatMap((p) => (p.type === "row" ? ((p.panels ?? []) as Obj[]) : [p]));
@@ -276,7 +278,7 @@ test("every Grafana dashboard query is valid PromQL on the live data", { skip: S
   assert.ok(withData >= exprs.length / 2, `most dashboard queries return data (${withData}/${exprs.length})`);
 });
 
-test('role "all" shares one registry: the gateway\'s /metrics carries the core\'s metrics', { skip: SKIP }, async () => {
+test.skipIf(SKIPPED)('role "all" shares one registry: the gateway\'s /metrics carries the core\'s metrics', async () => {
   allRun = await serve(configFor({ RATE_LIMIT_ACCOUNT_PER_MINUTE: "100" }), "all", VERSION);
   assert.equal(allRun.coreMetricsUrl, null, "no separate metrics port in role all");
   const k = (await fundedAccount(allRun.gateway!.accounts, uniqueName("prom-all"), 5)).key;

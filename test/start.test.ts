@@ -3,7 +3,8 @@
  * builds the full index beside it in the same process (training the embedding on a worker thread), keeps
  * answering while the build trains, and switches to lexical + dense when the build publishes.
  */
-import { test } from "node:test";
+import { onTestFinished, test } from "vitest";
+import { skipTest } from "./support/skip.js";
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import path from "node:path";
@@ -77,9 +78,9 @@ test("start: bootstrap answers at once, searches are answered while the build tr
 });
 
 test("start again on the built index: serves from SERVE_PROCESSES workers with a new development key", async (t) => {
-  if (!built) return t.skip("the first start did not build an index");
+  if (!built) return skipTest(t, "the first start did not build an index");
   const { dir, env } = built;
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
   const run = startCli(["start", "--data-dir", dir], { ...env, SERVE_PROCESSES: "2" });
   let stdout = "";
   run.child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));

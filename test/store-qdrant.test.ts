@@ -1,11 +1,11 @@
 /**
  * The VectorStore contract against a real Qdrant (>= 1.10). Needs a server:
- *   QDRANT_URL=http://localhost:6333 [QDRANT_API_KEY=…] node --test dist/test/store-qdrant.test.js
+ *   QDRANT_URL=http://localhost:6333 [QDRANT_API_KEY=…] npx vitest run test/store-qdrant.test.ts
  * Each test store is a fresh collection `reposearch_contract_<random>` (plus its `_meta`), dropped afterwards.
  */
 import { randomBytes } from "node:crypto";
 import { setLogLevel } from "../src/common/logger.js";
-import { storeContract } from "../src/store/contract.js";
+import { storeContract } from "./support/store-contract.js";
 import { QdrantStore } from "../src/store/qdrant/store.js";
 
 setLogLevel("warn");

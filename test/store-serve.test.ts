@@ -8,13 +8,13 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { setLogLevel } from "../src/common/logger.js";
 import { inShard } from "../src/indexer/indexer.js";
-import { CONTRACT_DIMS, CONTRACT_EMBEDDER, contractPoint, storeContract } from "../src/store/contract.js";
+import { CONTRACT_DIMS, CONTRACT_EMBEDDER, contractPoint, storeContract } from "./support/store-contract.js";
 import { EmbeddedStore } from "../src/store/embedded/store.js";
 import { QdrantStore } from "../src/store/qdrant/store.js";
-import { StoreServer } from "../src/store/serve/server.js";
+import { StoreServer } from "../src/store/embedded/serve/server.js";
 import { datasetLines, lastReport, runCli, shareModel, startCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
 
 setLogLevel("warn");
@@ -48,10 +48,10 @@ storeContract(
 
 describe("store serve: Qdrant wire format", () => {
   let s: Awaited<ReturnType<typeof serveFresh>>;
-  before(async () => {
+  beforeAll(async () => {
     s = await serveFresh();
   });
-  after(async () => {
+  afterAll(async () => {
     await s?.dispose();
   });
   const call = async (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => {

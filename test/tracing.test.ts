@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { after, before, test } from "node:test";
+import { afterAll, beforeAll, test } from "vitest";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { setLogLevel } from "../src/common/logger.js";
@@ -34,7 +34,7 @@ let gw: GatewayHandle;
 let gwUnary: GatewayHandle;
 let key: string;
 
-before(async () => {
+beforeAll(async () => {
   dir = await tempDir("tracing");
   await buildIndex(dir, await datasetLines(500));
   tracing = initTracing({ serviceName: "reposearch-test", serviceVersion: "0.0.0-test", exporter });
@@ -47,7 +47,7 @@ before(async () => {
   key = (await fundedAccount(gw.accounts, uniqueName("trace"), 5)).key;
 });
 
-after(async () => {
+afterAll(async () => {
   await gw?.close();
   await gwUnary?.close();
   await core?.close();

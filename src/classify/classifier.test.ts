@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { CATEGORIES, type Category } from "../dataset/record.js";
 import type { Embedder } from "../embed/types.js";
 import { createClassifier, PROTOTYPE_TEXTS } from "./classifier.js";
-import { rec } from "./test-records.js";
+import { rec } from "../../test/support/test-records.js";
 
 const rules = await createClassifier();
 const categoryOf = (name: string, description: string | null, extra = {}) => rules.classify(rec(name, description, extra)).category;

@@ -214,13 +214,13 @@ async function buildPrototypes(embedder: Embedder): Promise<Prototypes> {
   const sums = CATEGORIES.map(() => new Float32Array(dims));
   embedded.forEach((v, k) => {
     const s = sums[owner[k]!]!;
-    for (let d = 0; d < dims; d++) s[d] += v[d]!;
+    for (let d = 0; d < dims; d++) s[d]! += v[d]!;
   });
   for (const s of sums) {
     let n = 0;
     for (let d = 0; d < dims; d++) n += s[d]! * s[d]!;
     n = Math.sqrt(n) || 1;
-    for (let d = 0; d < dims; d++) s[d] /= n;
+    for (let d = 0; d < dims; d++) s[d]! /= n;
   }
   return { dims, vectors: sums };
 }

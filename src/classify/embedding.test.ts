@@ -3,20 +3,20 @@
  * the category texts, and a record the rules say nothing about is decided by the embedding or abstains.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { UseLiteEmbedder } from "../embed/use-lite.js";
-import { embeddingText } from "../indexer/doc-text.js";
+import { embeddingText } from "../corpus/doc-text.js";
 import { createClassifier, type Classifier } from "./classifier.js";
-import { rec } from "./test-records.js";
+import { rec } from "../../test/support/test-records.js";
 
 describe("embedding signal (USE-lite)", () => {
   let embedder: UseLiteEmbedder;
   let classifier: Classifier;
-  before(async () => {
+  beforeAll(async () => {
     embedder = await UseLiteEmbedder.load();
     classifier = await createClassifier(embedder);
   });
-  after(async () => embedder.close());
+  afterAll(async () => embedder.close());
 
   // No cue word the rules know: no "agent", "LLM", "assistant", "tool"...
   const agentLike = rec("someone/errand", "Give it a goal and it plans the steps, browses the web and writes code on its own");

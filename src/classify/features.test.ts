@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { featuresOf, splitName, tokenize } from "./features.js";
-import { rec } from "./test-records.js";
+import { rec } from "../../test/support/test-records.js";
 
 describe("features", () => {
   it("splits repository names into words", () => {

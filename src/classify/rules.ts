@@ -495,15 +495,15 @@ class FieldScore {
     const form = SCRATCH_FORM.fill(0);
     for (const e of this.items) {
       const c = CAT_INDEX[e.cat];
-      total[c] += e.w;
-      if (e.form) form[c] += e.w;
+      total[c]! += e.w;
+      if (e.form) form[c]! += e.w;
       out.evidence.push(factor === 1 ? e : { ...e, w: e.w * factor });
     }
     for (let c = 0; c < total.length; c++) {
       if (total[c] === 0) continue;
       const capped = Math.min(FIELD_CAP, total[c]!) * factor;
-      out.scores[c] += capped;
-      out.formScores[c] += (capped * form[c]!) / total[c]!;
+      out.scores[c]! += capped;
+      out.formScores[c]! += (capped * form[c]!) / total[c]!;
     }
   }
 }
@@ -623,7 +623,7 @@ export function ruleScores(f: Features): RuleResult {
 
   const lang = LANGUAGE_CUES[f.lang];
   if (lang) {
-    out.scores[CAT_INDEX[lang[0]]] += lang[1];
+    out.scores[CAT_INDEX[lang[0]]!]! += lang[1];
     out.evidence.push({ cat: lang[0], w: lang[1], field: "lang", cue: f.lang, form: false });
   }
   return out;

@@ -9,7 +9,7 @@ import { openAccountStore } from "../gateway/accounts/index.js";
 import { KEY_PREFIX_RE, parseKey, redactKeys } from "../gateway/accounts/keys.js";
 import type { Account, AccountStore } from "../gateway/accounts/types.js";
 import { formatUsd, parseUsdToMicros, validateTopupMicros } from "../gateway/accounts/validation.js";
-import type { Command, CommandContext } from "./main.js";
+import type { Command, CommandContext } from "./command.js";
 
 async function withStore<T>(config: Config, fn: (store: AccountStore) => Promise<T>): Promise<T> {
   const store = await openAccountStore(config);

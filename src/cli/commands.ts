@@ -9,12 +9,10 @@ import type { ScoredPoint } from "../store/types.js";
 import { isClusterPrimary, reportWorkerReady, runClusterPrimary } from "../server/cluster.js";
 import { closeOnSignals, serve, type Role } from "../server/serve.js";
 import { openAccountStore } from "../gateway/accounts/index.js";
-import { BootstrapStore, FallbackStore } from "../store/bootstrap.js";
-import { EmbeddedStore } from "../store/embedded/store.js";
-import { IndexDir } from "../store/embedded/writer.js";
+import { BootstrapStore, FallbackStore, hasPublishedIndex as hasPublishedEmbeddedIndex } from "../store/embedded/index.js";
 import type { VectorStore } from "../store/types.js";
 import type { AccountStore } from "../gateway/accounts/types.js";
-import { VERSION, type Command } from "./main.js";
+import { VERSION, type Command } from "./command.js";
 
 /** What `reposearch start` prints once it serves. */
 function startBanner(url: string, grpcAddress: string, key: string, firstBuild: boolean, processes: number): string {
@@ -34,7 +32,7 @@ function startBanner(url: string, grpcAddress: string, key: string, firstBuild: 
 
 /** Whether the configured store has a published version, without loading an embedded index. */
 async function hasPublishedIndex(config: Config): Promise<boolean> {
-  if (config.vectorStore.kind === "embedded") return (await new IndexDir(config.dataDir).readCurrent()) !== null;
+  if (config.vectorStore.kind === "embedded") return await hasPublishedEmbeddedIndex(config.dataDir);
   const store = await openStore(config);
   try {
     return (await store.info()).version !== null;
@@ -207,6 +205,7 @@ export const commands: Record<string, Command> = {
           onReady(r) {
             if (r.url) console.log(`reposearch ${VERSION} serving at ${r.url} (${r.processes} processes)`);
             if (r.grpcAddress) console.log(`search core (gRPC) at ${r.grpcAddress}`);
+            if (r.connectUrl) console.log(`search core (Connect, gRPC-Web) at ${r.connectUrl}`);
           },
         });
         return 0;
@@ -215,6 +214,7 @@ export const commands: Record<string, Command> = {
       const running = await serve(config, role, VERSION);
       if (running.gateway) console.log(`reposearch ${VERSION} serving at ${running.gateway.url}`);
       if (running.core) console.log(`search core (gRPC) at ${running.core.grpc.address}`);
+      if (running.core) console.log(`search core (Connect, gRPC-Web) at ${running.core.connect.url}`);
       await closeOnSignals(running);
       return 0;
     },
@@ -247,7 +247,7 @@ export const commands: Record<string, Command> = {
       const info = await store.info();
       let servedStore: VectorStore | undefined;
       let firstBuild = false;
-      if (!info.version && config.dataset && store instanceof EmbeddedStore) {
+      if (!info.version && config.dataset && store.local) {
         // First run: answer lexical-only from an in-memory index within seconds while the full index
         // builds; the served store switches to the published version as soon as it appears.
         logger.info("no published index: serving a lexical-only bootstrap index while the full index builds", { dataDir: config.dataDir });

@@ -2,29 +2,14 @@
  * The `reposearch` command. Each subcommand parses its own flags (node:util parseArgs, strict), builds
  * the configuration once (flags override environment variables) and returns a process exit code.
  */
-import { parseArgs, type ParseArgsConfig } from "node:util";
-import { createRequire } from "node:module";
+import { parseArgs } from "node:util";
 import { ConfigError, ReposearchError } from "../common/errors.js";
 import { logger, setLogLevel } from "../common/logger.js";
-import { loadConfig, type Config, type ConfigOverrides } from "../config/config.js";
+import { loadConfig, type ConfigOverrides } from "../config/config.js";
+import { VERSION, type CommandContext } from "./command.js";
 import { commands } from "./commands.js";
 
-const require = createRequire(import.meta.url);
-export const VERSION = (require("../../../package.json") as { version: string }).version;
-
-export interface Command {
-  readonly summary: string;
-  readonly usage: string;
-  readonly options: NonNullable<ParseArgsConfig["options"]>;
-  readonly allowPositionals?: boolean;
-  run(ctx: CommandContext): Promise<number>;
-}
-
-export interface CommandContext {
-  readonly config: Config;
-  readonly values: Record<string, string | boolean | undefined>;
-  readonly positionals: string[];
-}
+export { VERSION, type Command, type CommandContext } from "./command.js";
 
 /** Flags shared by every command, mapped onto configuration variables. */
 export const commonOptions = {
@@ -35,7 +20,7 @@ export const commonOptions = {
 function usage(): string {
   const lines = [`reposearch ${VERSION}: semantic search over public source-code repositories`, "", "Commands:"];
   for (const [name, c] of Object.entries(commands)) lines.push(`  ${name.padEnd(10)} ${c.summary}`);
-  lines.push("", "Run `reposearch <command> --help` for a command's flags. Configuration: see README.md.");
+  lines.push("", "Run `reposearch <command> --help` for a command's flags. Configuration: see docs/configuration.md.");
   return lines.join("\n");
 }
 

@@ -5,10 +5,9 @@
  */
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { logger } from "../common/logger.js";
-import { embeddedStoreFromConfig } from "../store/embedded/store.js";
 import { DEFAULT_COLLECTION } from "../store/qdrant/store.js";
-import { DEFAULT_STORE_SERVE_PORT, StoreServer } from "../store/serve/server.js";
-import type { Command, CommandContext } from "./main.js";
+import { DEFAULT_STORE_SERVE_PORT, embeddedStoreFromConfig, StoreServer } from "../store/embedded/index.js";
+import type { Command, CommandContext } from "./command.js";
 
 const STORE_USAGE = `reposearch store serve --data-dir DIR [--port N (default ${DEFAULT_STORE_SERVE_PORT})] [--host H (default 127.0.0.1)] [--collection NAME (default ${DEFAULT_COLLECTION})]`;
 

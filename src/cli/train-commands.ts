@@ -15,7 +15,7 @@ import type { RepoRecord } from "../dataset/record.js";
 import { DEFAULT_TRAIN_CONFIG, PAIR_KINDS, type PairKind, type TrainConfig } from "../embed/train.js";
 import { Progress } from "../indexer/progress.js";
 import { activeStaticModel, ensureStaticModel, setActive, staticModelsRoot, trainedFrom, trainModel } from "../indexer/static-model.js";
-import type { Command, CommandContext } from "./main.js";
+import type { Command, CommandContext } from "./command.js";
 
 const USAGE =
   "reposearch train [--data-dir DIR] [--dataset PATH_OR_URL] [--epochs N] [--patience N] [--activate] [--init MODEL_ID] " +

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { AsyncLocalStorage, AsyncResource, executionAsyncId } from "node:async_hooks";
-import { test } from "node:test";
+import { test } from "vitest";
 import { installAsyncResourceBindFix, nodeBindUsesAccessor } from "./async-resource-bind.js";
 
 test("bound functions get a plain asyncResource property, not per-call accessor closures", () => {

@@ -1,6 +1,6 @@
 /**
  * One closed set of error codes for the whole service. Each code maps to exactly one HTTP status
- * (the public contract, spec section 7) and one gRPC status (the internal core API).
+ * (the public contract, spec section 7), one gRPC status and one Connect code (the internal core API).
  * `cause` is for logs only and is never serialised onto the wire.
  */
 export const ErrorCode = {
@@ -49,6 +49,40 @@ export const grpcStatusOf: Readonly<Record<ErrorCode, number>> = {
   DEADLINE_EXCEEDED: 4, // DEADLINE_EXCEEDED
 };
 
+/** The Connect protocol's error codes, as its JSON error bodies name them (connectrpc.com/docs/protocol#error-codes). */
+export type ConnectCode =
+  | "canceled"
+  | "unknown"
+  | "invalid_argument"
+  | "deadline_exceeded"
+  | "not_found"
+  | "already_exists"
+  | "permission_denied"
+  | "resource_exhausted"
+  | "failed_precondition"
+  | "aborted"
+  | "out_of_range"
+  | "unimplemented"
+  | "internal"
+  | "unavailable"
+  | "data_loss"
+  | "unauthenticated";
+
+/** Connect codes of the core's Connect port; each is the Connect name of the code's gRPC status above. */
+export const connectCodeOf: Readonly<Record<ErrorCode, ConnectCode>> = {
+  VALIDATION_ERROR: "invalid_argument",
+  AUTH_ERROR: "unauthenticated",
+  FORBIDDEN: "permission_denied",
+  INSUFFICIENT_CREDITS: "failed_precondition",
+  NOT_FOUND: "not_found",
+  RATE_LIMIT_EXCEEDED: "resource_exhausted",
+  INTERNAL_ERROR: "internal",
+  EXTERNAL_SERVICE_ERROR: "unavailable",
+  RATE_LIMIT_UNAVAILABLE: "unavailable",
+  UNAVAILABLE: "unavailable",
+  DEADLINE_EXCEEDED: "deadline_exceeded",
+};
+
 /** One field-level problem: `path` is a JSON pointer-ish dotted path, `rule` the broken constraint. */
 export interface ErrorDetail {
   readonly path: string;
@@ -75,6 +109,10 @@ export class ReposearchError extends Error {
 
   get grpcStatus(): number {
     return grpcStatusOf[this.code];
+  }
+
+  get connectCode(): ConnectCode {
+    return connectCodeOf[this.code];
   }
 
   /** Normalise anything thrown into a ReposearchError; unknown errors become INTERNAL_ERROR. */

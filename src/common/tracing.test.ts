@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { test } from "node:test";
+import { test } from "vitest";
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { loadConfig } from "../config/config.js";
 import { ROOT_CONTEXT, SpanKind, extractTraceContext, initTracing, otlpTracesUrl, stageSpan, startSpan, traceHeaders, tracer, trace } from "./tracing.js";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { TurnBatch } from "./turn-batch.js";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { availableParallelism, totalmem } from "node:os";
-import { test } from "node:test";
+import { test } from "vitest";
 import { ConfigError } from "../common/errors.js";
 import { autoServeProcesses, loadConfig, MEMORY_PER_SERVE_PROCESS_BYTES } from "./config.js";
 

@@ -1,6 +1,6 @@
 /**
  * The one typed, validated configuration module. Every value comes from an environment variable
- * (documented in README.md, "Configuration") or a CLI flag override, and is validated once at start-up:
+ * (documented in ENV_DOCS below, from which docs/configuration.md is generated) or a CLI flag override, and is validated once at start-up:
  * a bad value fails fast with a message naming the variable.
  */
 import { existsSync } from "node:fs";
@@ -48,7 +48,7 @@ export interface QdrantSettings {
 export const RERANKER_KINDS = ["off", "local", "onnx", "http"] as const;
 export type RerankerKind = (typeof RERANKER_KINDS)[number];
 
-/** Environment variable → config field. The README's configuration table mirrors this list. */
+/** Environment variable → config field. Every variable is documented in ENV_DOCS below. */
 const envSchema = z.object({
   DATA_DIR: z.string().default("./data"),
   DATASET: optionalString,
@@ -77,6 +77,8 @@ const envSchema = z.object({
   HOST: z.string().min(1).default("127.0.0.1"),
   PORT: int(0, 65535).default(8080),
   GRPC_PORT: int(0, 65535).default(50051),
+  // No schema default: unset, it follows GRPC_PORT (see loadConfig).
+  CONNECT_PORT: int(0, 65535).optional().transform((v) => v ?? null),
   CORE_ADDRESS: optionalString,
   CORE_TIMEOUT_MS: int(1, 600_000).default(2_000),
   CORE_STREAMS: int(0, 64).default(1),
@@ -119,6 +121,160 @@ const envSchema = z.object({
   OTEL_SERVICE_NAME: optionalString,
 });
 
+/** The name of an environment variable the configuration reads. */
+export type EnvVariable = keyof z.input<typeof envSchema>;
+
+/** Every variable of the schema, in the schema's order (docs/configuration.md lists them in this order). */
+export const ENV_VARIABLES = Object.keys(envSchema.shape) as EnvVariable[];
+
+/**
+ * What the schema alone gives each variable when it is unset: a value, or null where the schema has no
+ * default and loadConfig derives one (or the setting stays off). The docs test checks ENV_DOCS against it.
+ */
+export function envSchemaDefaults(): Record<EnvVariable, string | number | null> {
+  return envSchema.parse({}) as Record<EnvVariable, string | number | null>;
+}
+
+/** The sections of docs/configuration.md, in order. */
+export const ENV_SECTIONS = ["Data and logs", "Embedding", "Index and embedded store", "Serving", "Rerank", "Gateway: ledger, cache and limits", "Vector store", "Tracing"] as const;
+export type EnvSection = (typeof ENV_SECTIONS)[number];
+
+export interface EnvDoc {
+  readonly section: EnvSection;
+  /** The default as docs/configuration.md shows it; starts with the schema's default in backticks when the schema has one. */
+  readonly default: string;
+  /** What the variable does (Markdown, one line). */
+  readonly meaning: string;
+}
+
+/**
+ * The documentation of every environment variable: docs/configuration.md is generated from it
+ * (`npm run docs:config`). The type makes a variable added to envSchema without an entry a compile error,
+ * and test/docs-generated.test.ts fails when the generated page is stale.
+ */
+export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
+  DATA_DIR: { section: "Data and logs", default: "`./data`", meaning: "everything the service writes: index versions, checkpoints, models, run reports" },
+  DATASET: { section: "Data and logs", default: "`../shared/data/repos.jsonl.gz` when it exists", meaning: "dataset path or http(s) URL (JSONL, gzip or plain)" },
+  LOG_LEVEL: { section: "Data and logs", default: "`info`", meaning: "`debug`, `info`, `warn`, `error` or `silent`; logs are JSON lines on stderr" },
+  EMBEDDER: { section: "Embedding", default: "`static`", meaning: "`static`, `use-lite`, `onnx` or `http` (docs/architecture.md, \"Embedders\")" },
+  EMBED_WORKERS: { section: "Embedding", default: "`0` (one per core)", meaning: "worker threads that embed documents" },
+  EMBED_BATCH_SIZE: { section: "Embedding", default: "`64`", meaning: "texts per embedding batch" },
+  QUERY_EMBED_MAX_BATCH: {
+    section: "Embedding",
+    default: "`32`",
+    meaning: "most query embeddings the core sends to the model in one call when searches arrive together (one `SearchStream` message); `1` turns batching off. Static embedders are never batched (docs/grpc.md)",
+  },
+  ONNX_MODEL_DIR: { section: "Embedding", default: "—", meaning: "directory of a sentence-transformers ONNX export (required for `onnx`)" },
+  ONNX_MAX_TOKENS: { section: "Embedding", default: "`256`", meaning: "truncation length for the `onnx` embedder" },
+  EMBED_HTTP_URL: { section: "Embedding", default: "—", meaning: "base URL of a TEI-compatible server (required for `http`)" },
+  EMBED_HTTP_TIMEOUT_MS: { section: "Embedding", default: "`30000`", meaning: "per-request timeout of the `http` embedder" },
+  STATIC_VOCAB_SIZE: { section: "Embedding", default: "`60000`", meaning: "words in a distilled static model" },
+  STATIC_DIMS: { section: "Embedding", default: "`128`", meaning: "dimensions of a distilled static model (PCA of the teacher's 512)" },
+  STATIC_TRAIN_EPOCHS: {
+    section: "Embedding",
+    default: "`8`",
+    meaning: "most epochs of the build's train stage, which fine-tunes a freshly distilled static model on the dataset's weak pairs before embedding (docs/embeddings.md); `0` indexes with the distilled model",
+  },
+  STATIC_TRAIN_PATIENCE: {
+    section: "Embedding",
+    default: "`1`",
+    meaning: "the train stage stops once the held-out loss has not improved for this many epochs and keeps the best epoch's weights; `0` = never stop early (`reposearch train --patience`)",
+  },
+  HNSW_M: { section: "Index and embedded store", default: "`24`", meaning: "HNSW links per node (layer 0 keeps 2·M)" },
+  HNSW_EF_CONSTRUCTION: { section: "Index and embedded store", default: "`200`", meaning: "HNSW build beam width (main graph and payload subgraphs)" },
+  HNSW_EF_SEARCH: { section: "Index and embedded store", default: "`160`", meaning: "HNSW search beam width (the planner fits it to a filter's selectivity)" },
+  DENSE_EF_SEARCH: {
+    section: "Index and embedded store",
+    default: "`64`",
+    meaning: "HNSW beam width of the search core's dense stage (its 50 candidates); `HNSW_EF_SEARCH` stays the store's default for direct queries",
+  },
+  FULL_SCAN_THRESHOLD: { section: "Index and embedded store", default: "`10000`", meaning: "filtered subsets up to this many points are scanned exactly" },
+  INDEX_KEEP_VERSIONS: { section: "Index and embedded store", default: "`2`", meaning: "published versions kept on disk" },
+  INDEX_CHECKPOINT_EVERY: { section: "Index and embedded store", default: "`4096`", meaning: "repositories per durable checkpoint chunk" },
+  PROGRESS_INTERVAL_MS: { section: "Index and embedded store", default: "`10000`", meaning: "interval of progress log lines when stderr is not a terminal" },
+  HOST: { section: "Serving", default: "`127.0.0.1`", meaning: "interface the REST, gRPC and Connect servers bind to" },
+  PORT: { section: "Serving", default: "`8080`", meaning: "REST port (0 = any free port)" },
+  GRPC_PORT: { section: "Serving", default: "`50051`", meaning: "gRPC port of the search core (0 = any free port)" },
+  CONNECT_PORT: {
+    section: "Serving",
+    default: "`50052`; `0` when `GRPC_PORT` is `0`",
+    meaning:
+      "Connect port of the search core, on `HOST`: the Connect protocol (JSON and binary), gRPC-Web and gRPC, over HTTP/1.1 and HTTP/2, so `curl` and browsers can call it (docs/grpc.md); 0 = any free port",
+  },
+  CORE_ADDRESS: {
+    section: "Serving",
+    default: "`HOST:GRPC_PORT`",
+    meaning: "where the gateway reaches the core (`host:port` or `dns:///name:port`); calls go round robin over every address the name resolves to",
+  },
+  CORE_TIMEOUT_MS: { section: "Serving", default: "`2000`", meaning: "deadline the gateway sets on each core call" },
+  CORE_STREAMS: {
+    section: "Serving",
+    default: "`1`",
+    meaning:
+      "0–64. The gateway multiplexes its searches over this many `SearchStream` calls to the core (searches ready together share one message each way: 0.5–0.7 ms less server CPU per search than unary calls under load; docs/grpc.md); `0` sends one unary `Search` call per search. The channel balances streams, not searches: with several core replicas use a few per replica (k8s and Helm set 4)",
+  },
+  CORE_STREAM_MAX_AGE_MS: {
+    section: "Serving",
+    default: "`5000`",
+    meaning: "a stream takes no new searches after this long and closes once its searches are answered, so streams spread over replicas and never outlive a core's `SHUTDOWN_GRACE_MS`",
+  },
+  INDEX_WATCH_INTERVAL_MS: { section: "Serving", default: "`2000`", meaning: "how often the core looks for a newly published index version" },
+  SHUTDOWN_GRACE_MS: { section: "Serving", default: "`10000`", meaning: "how long shutdown lets in-flight requests finish" },
+  GRPC_MAX_CONNECTION_AGE_MS: {
+    section: "Serving",
+    default: "`300000`",
+    meaning:
+      "the core closes each gRPC connection after this long (GOAWAY; calls in flight get `SHUTDOWN_GRACE_MS`), so gateways re-resolve `CORE_ADDRESS` and reach core replicas added since; `0` = never",
+  },
+  METRICS_PORT: { section: "Serving", default: "`9464`", meaning: "HTTP port of a `serve --role core` process: `/metrics` and `/health`" },
+  SERVE_PROCESSES: {
+    section: "Serving",
+    default: "`0` (one per CPU, at most one per 2 GiB of memory)",
+    meaning: "serving processes of `reposearch serve` and of `reposearch start` on a published index (node:cluster workers sharing the ports); `1` = no cluster",
+  },
+  SERVE_BALANCING: {
+    section: "Serving",
+    default: "`least-connections`",
+    meaning:
+      "with `SERVE_PROCESSES` > 1 and a gateway: `least-connections` (the primary accepts REST connections and hands each to the worker holding fewest) or `round-robin` (node:cluster's own)",
+  },
+  SERVE_SEMI_SPACE_MB: {
+    section: "Serving",
+    default: "`64`",
+    meaning:
+      "V8 young-generation semi-space (`--max-semi-space-size`, MiB) the cluster primary gives each worker; `0` = V8's default (16); a flag already in the primary's `execArgv` or in `NODE_OPTIONS` wins. One-process serving takes it from `NODE_OPTIONS` (the Docker image sets 64)",
+  },
+  RERANKER: { section: "Rerank", default: "`off`", meaning: "`off`, `local`, `onnx` or `http` (docs/rerank.md)" },
+  RERANK_MODEL_DIR: { section: "Rerank", default: "—", meaning: "cross-encoder directory (`model.onnx`, `tokenizer.json`) for `onnx`" },
+  RERANK_HTTP_URL: { section: "Rerank", default: "—", meaning: "TEI base URL for `http`" },
+  RERANK_TIMEOUT_MS: { section: "Rerank", default: "`200`", meaning: "budget of the rerank stage; on expiry the first-stage order stands" },
+  LEDGER_BACKEND: { section: "Gateway: ledger, cache and limits", default: "`sqlite`", meaning: "`sqlite` (embedded default) or `postgres`" },
+  LEDGER_SQLITE_PATH: { section: "Gateway: ledger, cache and limits", default: "`DATA_DIR/ledger.sqlite`", meaning: "SQLite ledger file" },
+  DATABASE_URL: { section: "Gateway: ledger, cache and limits", default: "`postgres://postgres@127.0.0.1:5432/test`", meaning: "Postgres ledger (when `LEDGER_BACKEND=postgres`)" },
+  CACHE_BACKEND: { section: "Gateway: ledger, cache and limits", default: "`memory`", meaning: "`memory` or `redis`: rate-limit counters and the query cache" },
+  REDIS_URL: { section: "Gateway: ledger, cache and limits", default: "`redis://127.0.0.1:6379`", meaning: "Redis (when `CACHE_BACKEND=redis`)" },
+  RATE_LIMIT_IP_PER_MINUTE: { section: "Gateway: ledger, cache and limits", default: "`30`", meaning: "per-IP limit on every request, before authentication" },
+  RATE_LIMIT_ACCOUNT_PER_MINUTE: { section: "Gateway: ledger, cache and limits", default: "`60`", meaning: "per-account limit on search" },
+  RATE_LIMIT_FAIL_MODE: { section: "Gateway: ledger, cache and limits", default: "`closed`", meaning: "limiter store down: `closed` answers 503, `open` admits under a per-process cap" },
+  RATE_LIMIT_FAIL_OPEN_PER_MINUTE: { section: "Gateway: ledger, cache and limits", default: "`600`", meaning: "that per-process cap, per key" },
+  TRUSTED_PROXIES: { section: "Gateway: ledger, cache and limits", default: "—", meaning: "comma-separated proxy IPs/CIDRs whose `X-Forwarded-For` is trusted" },
+  MAX_BODY_BYTES: { section: "Gateway: ledger, cache and limits", default: "`16384`", meaning: "largest accepted request body" },
+  QUERY_CACHE_TTL_MS: { section: "Gateway: ledger, cache and limits", default: "`60000`", meaning: "lifetime of cached core answers (0 disables the cache)" },
+  QUERY_CACHE_SIZE: { section: "Gateway: ledger, cache and limits", default: "`10000`", meaning: "entries of the in-memory query cache" },
+  VECTOR_STORE: { section: "Vector store", default: "`embedded`", meaning: "`embedded` or `qdrant` (indexer; see docs/qdrant.md)" },
+  QDRANT_URL: { section: "Vector store", default: "—", meaning: "Qdrant (or `reposearch store serve`) base URL, required for `qdrant`" },
+  QDRANT_API_KEY: { section: "Vector store", default: "—", meaning: "Qdrant API key" },
+  QDRANT_COLLECTION: { section: "Vector store", default: "`repos`", meaning: "collection name" },
+  QDRANT_QUANTIZATION: { section: "Vector store", default: "`none`", meaning: "`none` or `int8` scalar quantization" },
+  QDRANT_TIMEOUT_MS: { section: "Vector store", default: "`30000`", meaning: "per-request timeout of the Qdrant client" },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    section: "Tracing",
+    default: "— (tracing off)",
+    meaning: "OTLP/HTTP base URL (e.g. `http://otel-collector:4318`); when set, `serve`/`start` export OpenTelemetry spans to `<endpoint>/v1/traces` (docs/observability.md)",
+  },
+  OTEL_SERVICE_NAME: { section: "Tracing", default: "`reposearch`, `reposearch-core` or `reposearch-gateway` (by role)", meaning: "`service.name` of the exported spans" },
+};
+
 export interface Config {
   /** Root of everything the service writes: index versions, checkpoints, models. */
   readonly dataDir: string;
@@ -147,7 +303,7 @@ export interface Config {
     readonly hnswM: number;
     readonly hnswEfConstruction: number;
     readonly hnswEfSearch: number;
-    /** Beam width of the search core's dense retrieval stage (its fusion candidates), below hnswEfSearch: see README "Evaluation". */
+    /** Beam width of the search core's dense retrieval stage (its fusion candidates), below hnswEfSearch: see docs/performance.md. */
     readonly denseEfSearch: number;
     /** Filtered subsets at or below this many points are scanned exactly instead of walking HNSW. */
     readonly fullScanThreshold: number;
@@ -172,6 +328,8 @@ export interface Config {
     readonly port: number;
     /** gRPC port (0 = any free port). */
     readonly grpcPort: number;
+    /** Connect port of the core: Connect, gRPC-Web and gRPC over HTTP/1.1 and HTTP/2 (0 = any free port). */
+    readonly connectPort: number;
     /** Where the gateway reaches the core (`host:port`); defaults to this process's own core. */
     readonly coreAddress: string;
     /** Deadline the gateway sets on each core call. */
@@ -340,6 +498,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       host: e.HOST,
       port: e.PORT,
       grpcPort: e.GRPC_PORT,
+      // Unset: 50052, or any free port when the gRPC port is any free port too (tests, ephemeral cores).
+      connectPort: e.CONNECT_PORT ?? (e.GRPC_PORT === 0 ? 0 : 50052),
       coreAddress: e.CORE_ADDRESS ?? `${e.HOST.includes(":") ? `[${e.HOST}]` : e.HOST}:${e.GRPC_PORT}`,
       coreTimeoutMs: e.CORE_TIMEOUT_MS,
       coreStreams: e.CORE_STREAMS,

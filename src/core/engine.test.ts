@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
-import { BootstrapStore } from "../store/bootstrap.js";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { BootstrapStore } from "../store/embedded/bootstrap.js";
 import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "./engine.js";
 import { FEATURES } from "./rank/features.js";
 import { rankerModel, type RankerModel } from "./rank/model.js";
@@ -21,7 +21,7 @@ const line = (name: string, description: string, extra: Record<string, unknown> 
 describe("search engine over a lexical-only store", () => {
   let dir: string;
   let store: BootstrapStore;
-  before(async () => {
+  beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), "reposearch-engine-"));
     const file = path.join(dir, "repos.jsonl");
     await writeFile(
@@ -35,7 +35,7 @@ describe("search engine over a lexical-only store", () => {
     );
     store = await BootstrapStore.build(file);
   });
-  after(async () => {
+  afterAll(async () => {
     await store.close();
     await rm(dir, { recursive: true, force: true });
   });

@@ -14,7 +14,7 @@ import type { RepoPayload } from "../dataset/record.js";
 import { BatchingEmbedder } from "../embed/batching.js";
 import { loadQueryEmbedder } from "../embed/factory.js";
 import type { Embedder } from "../embed/types.js";
-import { analyze, stripMarkup } from "../store/embedded/analyzer.js";
+import { analyze, stripMarkup } from "../text/analyzer.js";
 import type { Filter } from "../store/filter.js";
 import type { PointId, VectorStore } from "../store/types.js";
 import { buildEvidence, compactTree, llmsUrlOf } from "./evidence.js";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { describe, it, test } from "node:test";
+import { describe, it, test } from "vitest";
 import type { RepoPayload } from "../dataset/record.js";
-import { analyze } from "../store/embedded/analyzer.js";
+import { analyze } from "../text/analyzer.js";
 import { buildEvidence, evidenceMemoSize, groupThousands, TEXT_MEMO_MAX } from "./evidence.js";
 import { applyFilterDefaults } from "./filters.js";
 import { understandQuery } from "./query.js";

@@ -4,7 +4,7 @@
  * characters are stripped and every snippet is capped.
  */
 import type { RepoPayload } from "../dataset/record.js";
-import { analyze, collapseWhitespace, stripMarkup } from "../store/embedded/analyzer.js";
+import { analyze, collapseWhitespace, stripMarkup } from "../text/analyzer.js";
 import type { AppliedFilters } from "./types.js";
 import type { QueryUnderstanding } from "./query.js";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { applyFilterDefaults, CUTOFF_GRANULARITY_MS, staleCutoff, toStoreFilter } from "./filters.js";
 
 describe("toStoreFilter: staleAfterMonths", () => {

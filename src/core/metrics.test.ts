@@ -3,7 +3,7 @@
  * gRPC calls land in their histograms, and the core and the gateway can share one registry.
  */
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { Registry } from "prom-client";
 import { versionNumber } from "../common/metrics.js";
 import { createGatewayMetrics } from "../gateway/metrics.js";

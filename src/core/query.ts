@@ -3,7 +3,7 @@
  * signal for ranking (a boost, never a filter the caller did not ask for) and is reported in evidence.
  */
 import type { Category } from "../dataset/record.js";
-import { collapseWhitespace } from "../store/embedded/analyzer.js";
+import { collapseWhitespace } from "../text/analyzer.js";
 
 export interface QueryUnderstanding {
   /** Lowercased primary language named in the query (as stored in languageLc), or null. */

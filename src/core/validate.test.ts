@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { ErrorCode, ReposearchError, type ErrorDetail } from "../common/errors.js";
 import { CATEGORIES } from "../dataset/record.js";
 import type { SearchFilters, SearchRequest } from "./types.js";

@@ -165,7 +165,7 @@ export function validateSearchRequest(req: SearchRequest): SearchRequest {
   const rerank = checkBool(p, "rerank", raw.rerank);
 
   if (p.list.length > 0) {
-    const [first] = p.list;
+    const first = p.list[0]!;
     const more = p.list.length > 1 ? ` (and ${p.list.length - 1} more)` : "";
     throw new ReposearchError(ErrorCode.ValidationError, `invalid search request: ${first.path || "body"} ${first.message}${more}`, {
       details: p.list,

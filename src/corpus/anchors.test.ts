@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { rec } from "../classify/test-records.js";
+import { test } from "vitest";
+import { rec } from "../../test/support/test-records.js";
 import type { RepoRecord } from "../dataset/record.js";
 import { nameForm, projectEvidence } from "./anchors.js";
 

@@ -29,7 +29,7 @@
  * Deterministic: the result depends only on the set of records.
  */
 import type { RepoRecord } from "../dataset/record.js";
-import { analyze, STOP_WORDS } from "../store/embedded/analyzer.js";
+import { analyze, STOP_WORDS } from "../text/analyzer.js";
 
 /** Bumped whenever the recipe changes: the evidence is part of every point's content hash. */
 export const ANCHORS_VERSION = 1;

@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { after, before, beforeEach, describe, test } from "node:test";
-import { startFakeService } from "../common/tei-testkit.js";
+import { afterAll, beforeAll, beforeEach, describe, test } from "vitest";
+import { startFakeService } from "../../test/support/tei-testkit.js";
 import { BatchingEmbedder } from "./batching.js";
 import { HttpEmbedder } from "./http.js";
 
@@ -25,7 +25,7 @@ describe("BatchingEmbedder", () => {
   let http: HttpEmbedder;
   const queries = Array.from({ length: 10 }, (_, i) => `query number ${i}`);
 
-  before(async () => {
+  beforeAll(async () => {
     svc = await startFakeService<Service>({ requests: [], failNext: [] }, "/", (req, res, route, raw) => {
       if (req.method === "GET" && route === "/info") {
         return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ model_id: "test/batch", max_client_batch_size: 256 }));
@@ -38,7 +38,7 @@ describe("BatchingEmbedder", () => {
     });
     http = await HttpEmbedder.connect({ url: svc.url, timeoutMs: 5_000, batchSize: 256, retry: { maxAttempts: 1, initialBackoffMs: 1, maxBackoffMs: 1, retryOn: [] } });
   });
-  after(async () => {
+  afterAll(async () => {
     await http.close();
     await svc.close();
   });

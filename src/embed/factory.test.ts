@@ -3,7 +3,7 @@
  * real models/servers in onnx.test.ts and http.test.ts; here: use-lite, config mapping and id handling.
  */
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import { describe, test } from "vitest";
 import { ConfigError, ErrorCode, ReposearchError } from "../common/errors.js";
 import { loadConfig } from "../config/config.js";
 import { createEmbedder, loadQueryEmbedder, specFromConfig } from "./factory.js";

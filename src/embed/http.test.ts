@@ -4,10 +4,10 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { after, before, beforeEach, describe, test } from "node:test";
+import { afterAll, beforeAll, beforeEach, describe, test } from "vitest";
 import { ConfigError, ErrorCode } from "../common/errors.js";
 import { setLogSink } from "../common/logger.js";
-import { startFakeService } from "../common/tei-testkit.js";
+import { startFakeService } from "../../test/support/tei-testkit.js";
 import { loadConfig } from "../config/config.js";
 import { createEmbedder, loadQueryEmbedder } from "./factory.js";
 import { backoffMs, DEFAULT_RETRY_POLICY, EmbedServiceError, HttpEmbedder, type HttpEmbedderOptions, type RetryPolicy } from "./http.js";
@@ -61,11 +61,11 @@ describe("HttpEmbedder", () => {
   let tei: TeiServer;
   const logs: string[] = [];
   let restoreSink: (l: string) => void;
-  before(async () => {
+  beforeAll(async () => {
     tei = await startTei("/tei/");
     restoreSink = setLogSink((l) => logs.push(l));
   });
-  after(async () => {
+  afterAll(async () => {
     setLogSink(restoreSink);
     await tei.close();
   });

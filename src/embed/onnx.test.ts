@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { after, describe, test } from "node:test";
+import { afterAll, describe, test } from "vitest";
 import { ReposearchError } from "../common/errors.js";
-import { attrInt, attrInts, bytes, modelProto, msg, node, TempModelDirs, tensor, TYPE_FLOAT, TYPE_INT64, valueInfo, VOCAB } from "../common/onnx-testkit.js";
+import { attrInt, attrInts, bytes, modelProto, msg, node, TempModelDirs, tensor, TYPE_FLOAT, TYPE_INT64, valueInfo, VOCAB } from "../../test/support/onnx-testkit.js";
 import { loadConfig } from "../config/config.js";
 import { createEmbedder, loadQueryEmbedder } from "./factory.js";
 import { OnnxEmbedder, readPoolingConfig } from "./onnx.js";
@@ -55,7 +55,7 @@ function encodeModel(opts: ModelOptions = {}): Uint8Array {
 
 const dirs = new TempModelDirs("reposearch-onnx-");
 const root = dirs.root;
-after(() => dirs.remove());
+afterAll(() => dirs.remove());
 
 /** Writes a model directory: the model, the real tokenizer files, and optional sentence-transformers config. */
 function modelDir(opts: ModelOptions & { pooling?: Record<string, boolean>; normalize?: boolean; nested?: boolean; name?: string } = {}): string {
@@ -224,7 +224,7 @@ describe("OnnxEmbedder", () => {
     await assert.rejects(loadQueryEmbedder(config, "onnx:other-model:0123456789ab"), /onnx:other-model:0123456789ab.*onnx:tiny-minilm:/s);
   });
 
-  test("runs in EmbedPool worker threads (the native addon loads once per thread) with the same results", { timeout: 20_000 }, async () => {
+  test("runs in EmbedPool worker threads (the native addon loads once per thread) with the same results", async () => {
     const spec = { kind: "onnx" as const, modelDir: defaultDir, maxTokens: 64 };
     const [pool, local] = await Promise.all([EmbedPool.create(spec, { workers: 2, batchSize: 2 }), OnnxEmbedder.load(defaultDir, { maxTokens: 64 })]);
     try {
@@ -236,5 +236,5 @@ describe("OnnxEmbedder", () => {
     } finally {
       await Promise.all([pool.close(), local.close()]);
     }
-  });
+  }, 20_000);
 });

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { after, before, describe, test } from "node:test";
+import { afterAll, beforeAll, describe, test } from "vitest";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { setLogSink } from "../common/logger.js";
 import { EmbedServiceError } from "./http.js";
@@ -68,8 +68,8 @@ const timeout = 15_000;
 describe("EmbedPool", () => {
   const logs: string[] = [];
   let restoreSink: (l: string) => void;
-  before(() => (restoreSink = setLogSink((l) => logs.push(l))));
-  after(() => setLogSink(restoreSink));
+  beforeAll(() => (restoreSink = setLogSink((l) => logs.push(l))));
+  afterAll(() => setLogSink(restoreSink));
 
   test("use-lite in 2 workers equals in-process embeddings, in order, across concurrent calls", { timeout }, async () => {
     const [pool, local] = await Promise.all([EmbedPool.create({ kind: "use-lite" }, { workers: 2, batchSize: 3 }), UseLiteEmbedder.load()]);

@@ -5,6 +5,7 @@
  */
 import { availableParallelism } from "node:os";
 import { Worker, type ResourceLimits } from "node:worker_threads";
+import { compiledModuleUrl } from "../common/compiled-url.js";
 import { ConfigError, ErrorCode, ReposearchError, type ErrorDetail } from "../common/errors.js";
 import { logger } from "../common/logger.js";
 import type { EmbedderRuntime } from "./factory.js";
@@ -103,7 +104,7 @@ export class EmbedPool implements Embedder {
     const runtime: EmbedderRuntime = { intraOpThreads: Math.max(1, Math.floor(availableParallelism() / workers)) };
     const init: WorkerInit = { spec, runtime };
     const started = Array.from({ length: workers }, (_, index) => {
-      const worker = new Worker(new URL("./worker.js", import.meta.url), { workerData: init, resourceLimits: opts.resourceLimits });
+      const worker = new Worker(compiledModuleUrl("./worker.js", import.meta.url), { workerData: init, resourceLimits: opts.resourceLimits });
       const slot: Slot = { index, worker, job: null, alive: true, lastError: null };
       return { slot, ready: EmbedPool.awaitReady(slot) };
     });

@@ -3,7 +3,7 @@
  * builds its first index beside a serving gateway in the same process, so the event loop must stay free.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { trainStaticModel, type PairSet, type TrainConfig } from "./train.js";
+import { trainStaticModel, type PairSet, type TrainConfig, type TrainWorkerMessage } from "./train.js";
 import type { StaticModel } from "./distill.js";
 
 export interface TrainWorkerInit {
@@ -12,10 +12,7 @@ export interface TrainWorkerInit {
   readonly config: TrainConfig;
 }
 
-export type TrainWorkerMessage =
-  | { readonly kind: "step"; readonly epoch: number; readonly step: number; readonly steps: number; readonly loss: number }
-  | { readonly kind: "epoch"; readonly stats: import("./train.js").EpochStats }
-  | { readonly kind: "done"; readonly result: import("./train.js").TrainResult };
+export type { TrainWorkerMessage };
 
 const { init, pairs, config } = workerData as TrainWorkerInit;
 const port = parentPort!;

@@ -1,4 +1,4 @@
-import { test } from "node:test";
+import { test } from "vitest";
 import assert from "node:assert/strict";
 import { seededRandom } from "../common/random.js";
 import type { RepoRecord } from "../dataset/record.js";
@@ -20,7 +20,7 @@ import {
   vocabIndex,
   type TrainConfig,
 } from "./train.js";
-import { rec } from "../classify/test-records.js";
+import { rec } from "../../test/support/test-records.js";
 
 /** Test records (the classifier tests' builder; only the fields training reads matter). */
 const record = (name: string, description: string | null, extra: Partial<RepoRecord> = {}): RepoRecord => rec(name, description, { url: null, ...extra });

@@ -24,11 +24,12 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
+import { compiledModuleUrl } from "../common/compiled-url.js";
 import { sha256Hex } from "../common/hash.js";
 import { seededRandom } from "../common/random.js";
 import type { RepoRecord } from "../dataset/record.js";
-import { embeddingText } from "../indexer/doc-text.js";
-import { stripMarkup } from "../store/embedded/analyzer.js";
+import { embeddingText } from "../corpus/doc-text.js";
+import { stripMarkup } from "../text/analyzer.js";
 import type { StaticModel } from "./distill.js";
 import { STATIC_FORMAT, STATIC_FORMAT_VERSION, type StaticModelMeta } from "./static.js";
 import { staticTokens } from "./static-tokenizer.js";
@@ -633,9 +634,9 @@ export async function readStaticModel(dir: string): Promise<StaticModel> {
  */
 export function trainStaticModelInWorker(init: StaticModel, pairs: PairSet, cfg: TrainConfig, hooks: Omit<TrainHooks, "onEpoch"> & { readonly onEpoch?: (stats: EpochStats) => void } = {}): Promise<TrainResult> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL("./train-worker.js", import.meta.url), { workerData: { init, pairs, config: cfg } });
+    const worker = new Worker(compiledModuleUrl("./train-worker.js", import.meta.url), { workerData: { init, pairs, config: cfg } });
     let done = false;
-    worker.on("message", (m: import("./train-worker.js").TrainWorkerMessage) => {
+    worker.on("message", (m: TrainWorkerMessage) => {
       if (m.kind === "step") hooks.onStep?.(m.epoch, m.step, m.steps, m.loss);
       else if (m.kind === "epoch") hooks.onEpoch?.(m.stats);
       else {
@@ -650,3 +651,9 @@ export function trainStaticModelInWorker(init: StaticModel, pairs: PairSet, cfg:
     });
   });
 }
+
+/** What the training worker (./train-worker.ts) posts back. */
+export type TrainWorkerMessage =
+  | { readonly kind: "step"; readonly epoch: number; readonly step: number; readonly steps: number; readonly loss: number }
+  | { readonly kind: "epoch"; readonly stats: EpochStats }
+  | { readonly kind: "done"; readonly result: TrainResult };

@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
-import { after, test } from "node:test";
+import { afterAll, test } from "vitest";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { Logger, setLogSink } from "../common/logger.js";
-import { appliedFilters } from "../core/testkit.js";
+import { appliedFilters } from "../../test/support/core-testkit.js";
 import type { SearchRequest, SearchResponse } from "../core/types.js";
 import { SEARCH_PRICE_MICROS, type DebitOutcome, type Principal, type StoreHealth } from "./accounts/types.js";
 import { createGatewayApp, toJsonPointer, type GatewayAppConfig, type GatewayDeps } from "./app.js";
@@ -22,7 +22,7 @@ import { validateResponse } from "./validation.js";
 const GOOD_KEY = "rsk_GoodKey1_s3cr3tPartThatMustNeverBeLogged";
 const logLines: string[] = [];
 const restoreSink = setLogSink((line) => logLines.push(line));
-after(() => {
+afterAll(() => {
   setLogSink(restoreSink);
   for (const line of logLines) assert.ok(!line.includes("s3cr3tPart"), `a log line contains the API key: ${line}`);
 });
@@ -197,13 +197,13 @@ test("search: 200 with the core's answer, one debit of the search price keyed by
     const res = await search(h, { query: "rate limiter", limit: 5, includeTree: true, filters: { language: "TypeScript" } });
     assert.equal(res.status, 200);
     const body = (await json(res, "SearchResponse")) as SearchResponse;
-    assert.equal(body.results[0].tree, "README.md\nsrc/\nsrc/index.ts");
+    assert.equal(body.results[0]!.tree, "README.md\nsrc/\nsrc/index.ts");
     assert.deepEqual(h.calls.search, [{ query: "rate limiter", limit: 5, includeTree: true, filters: { language: "TypeScript" } }]);
     assert.equal(h.calls.debit.length, 1);
-    assert.equal(h.calls.debit[0].micros, SEARCH_PRICE_MICROS);
-    assert.equal(h.calls.debit[0].accountId, "acct_1");
-    assert.match(h.calls.debit[0].requestId, /^req_[0-9a-f]{32}$/);
-    assert.equal(res.headers.get("x-request-id"), h.calls.debit[0].requestId);
+    assert.equal(h.calls.debit[0]!.micros, SEARCH_PRICE_MICROS);
+    assert.equal(h.calls.debit[0]!.accountId, "acct_1");
+    assert.match(h.calls.debit[0]!.requestId, /^req_[0-9a-f]{32}$/);
+    assert.equal(res.headers.get("x-request-id"), h.calls.debit[0]!.requestId);
     assert.deepEqual(h.calls.refund, []);
     assert.equal(res.headers.get("x-ratelimit-limit"), "60");
     assert.equal(res.headers.get("x-ratelimit-remaining"), "59");
@@ -227,7 +227,7 @@ test("X-Request-Id: a sane caller id is echoed, but the ledger is keyed by a ser
     assert.equal(a.status, 200);
     assert.equal(b.status, 200);
     assert.equal(h.calls.debit.length, 2);
-    assert.notEqual(h.calls.debit[0].requestId, h.calls.debit[1].requestId, "reusing an X-Request-Id cannot make a search free");
+    assert.notEqual(h.calls.debit[0]!.requestId, h.calls.debit[1]!.requestId, "reusing an X-Request-Id cannot make a search free");
     const c = await fetch(`${h.base}/health`, { headers: { "x-request-id": "bad id with spaces <script>" } });
     assert.match(c.headers.get("x-request-id") ?? "", /^req_[0-9a-f]{32}$/);
   } finally {
@@ -244,7 +244,7 @@ test("transport checks come before authentication: content type, size, JSON synt
       body: JSON.stringify({ query: "x" }),
     });
     let e = await errorOf(wrongType, 400, "VALIDATION_ERROR");
-    assert.equal(e.details?.[0].rule, "contentType");
+    assert.equal(e.details?.[0]!.rule, "contentType");
 
     const big = await search(h, { query: "x".repeat(2000) }, { "x-api-key": "" });
     e = await errorOf(big, 400, "VALIDATION_ERROR");
@@ -252,7 +252,7 @@ test("transport checks come before authentication: content type, size, JSON synt
 
     const malformed = await search(h, "{\"query\": ", {});
     e = await errorOf(malformed, 400, "VALIDATION_ERROR");
-    assert.equal(e.details?.[0].rule, "json");
+    assert.equal(e.details?.[0]!.rule, "json");
 
     const primitive = await search(h, "\"just a string\"", {});
     await errorOf(primitive, 400, "VALIDATION_ERROR");
@@ -413,7 +413,7 @@ test("credits: insufficient → 403 INSUFFICIENT_CREDITS and the core is not cal
     const e = await errorOf(await search(down, { query: "x" }), 502, "EXTERNAL_SERVICE_ERROR");
     assert.match(e.message, /ledger/);
     assert.equal(down.calls.search.length, 0);
-    assert.deepEqual(down.calls.refund, [down.calls.debit[0].requestId], "a debit that may have committed is reversed");
+    assert.deepEqual(down.calls.refund, [down.calls.debit[0]!.requestId], "a debit that may have committed is reversed");
   } finally {
     await down.close();
   }
@@ -456,7 +456,7 @@ test("core failures: unavailable / deadline / internal → 502 and refunded; cor
       assert.ok(!e.message.includes("0xdead") && !e.message.includes("ECONNREFUSED"), "internal detail stays in the log");
       if (c.status === 400) assert.deepEqual(e.details, [{ path: "/filters/excludeRepos/3", rule: "pattern", message: "must be owner/repo" }]);
       assert.equal(h.calls.debit.length, 1);
-      assert.deepEqual(h.calls.refund, [h.calls.debit[0].requestId]);
+      assert.deepEqual(h.calls.refund, [h.calls.debit[0]!.requestId]);
     } finally {
       await h.close();
     }

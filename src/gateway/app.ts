@@ -19,8 +19,7 @@ import { metricsExposition } from "../common/metrics.js";
 import { SpanKind, extractTraceContext, failSpan, startSpan, traceHeaders, traceIdOf, type Context, type Span } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
 import type { SearchRequest, SearchResponse } from "../core/types.js";
-import { SCOPE_SEARCH, SEARCH_PRICE_MICROS, type AccountStore, type DebitOutcome, type Principal } from "./accounts/types.js";
-import { redactKeys } from "./accounts/keys.js";
+import { SEARCH_PRICE_MICROS, type AccountStore, type DebitOutcome } from "./accounts/types.js";
 import { parseTrustedProxies, rateLimitKeyForIp, resolveClientIp } from "./client-ip.js";
 import { docsRouter } from "./docs-ui.js";
 import { checkHealth } from "./health.js";
@@ -31,6 +30,11 @@ import { DOCS_PATH, HEALTH_PATH, LLMS_TXT_PATH, OPENAPI_PATH, SEARCH_PATH, openA
 import { queryCacheKey, type QueryCache } from "./query-cache.js";
 import type { CoreApi, ServiceHealth } from "./types.js";
 import { validateSearchRequest } from "./validation.js";
+import { describeError, fromBodyParserError, fromCoreError, publicCode, toJsonPointer, validationError } from "./errors.js";
+import { rateLimited, setRateLimitHeaders } from "./rate-limit-headers.js";
+import { authenticate } from "./auth.js";
+
+export { toJsonPointer };
 
 export const METRICS_PATH = "/metrics";
 
@@ -58,13 +62,10 @@ export interface GatewayDeps {
 
 /** A caller's X-Request-Id is echoed only when it is a short token of safe characters. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-/** Longer X-API-Key values are rejected without a database round trip. */
-const MAX_API_KEY_LENGTH = 512;
 /** Headroom over the core deadline before the gateway gives up on a core client that ignores it. */
 const CORE_DEADLINE_GRACE_MS = 250;
 /** Waits between background retries of a refund the ledger could not take (about 9 minutes in all). */
 const REFUND_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000];
-const INVALID_KEY_MESSAGE = "invalid API key";
 /** The gateway's client span around the core call is `${CORE_SERVICE}/${method}`, as is the core's server span. */
 const CORE_SERVICE = "reposearch.v1.SearchService";
 
@@ -93,95 +94,6 @@ function stateOf(req: Request): RequestState {
   const s = states.get(req);
   if (!s) throw new Error("request state missing: the request-id middleware must run first");
   return s;
-}
-
-/** Internal core codes are not part of the public contract; they surface as EXTERNAL_SERVICE_ERROR. */
-function publicCode(code: ErrorCode): ErrorCode {
-  return code === ErrorCode.Unavailable || code === ErrorCode.DeadlineExceeded ? ErrorCode.ExternalService : code;
-}
-
-function validationError(message: string, details: ErrorDetail[]): ReposearchError {
-  return new ReposearchError(ErrorCode.ValidationError, message, { details });
-}
-
-/** body-parser and express client errors (they carry a `type` or a 4xx `status`) become 400 VALIDATION_ERROR with one detail. */
-function fromBodyParserError(err: unknown, maxBodyBytes: number): ReposearchError | null {
-  if (err === null || typeof err !== "object") return null;
-  switch ("type" in err && typeof err.type === "string" ? err.type : "") {
-    case "entity.too.large":
-      return validationError(`request body is larger than ${maxBodyBytes} bytes`, [
-        { path: "", rule: "maxBodyBytes", message: `request body must be at most ${maxBodyBytes} bytes` },
-      ]);
-    case "entity.parse.failed":
-      return validationError("request body is not valid JSON", [{ path: "", rule: "json", message: "must be a JSON object" }]);
-    case "charset.unsupported":
-    case "encoding.unsupported":
-      return validationError("unsupported request encoding", [
-        { path: "", rule: "contentType", message: "send UTF-8 JSON as Content-Type: application/json, optionally gzip/deflate encoded" },
-      ]);
-    case "request.aborted":
-    case "request.size.invalid":
-      return validationError("request body was incomplete", [{ path: "", rule: "json", message: "the body ended before Content-Length bytes" }]);
-    default:
-      break;
-  }
-  // Other client errors raised by express itself (e.g. an undecodable %-escape in the path).
-  const status = "status" in err && typeof err.status === "number" ? err.status : 0;
-  if (status >= 400 && status < 500) {
-    return validationError("malformed request", [{ path: "", rule: "http", message: "the request line or headers could not be decoded" }]);
-  }
-  return null;
-}
-
-/** The core reports dotted paths (`filters.excludeRepos[0]`); the REST API speaks JSON pointers (`/filters/excludeRepos/0`). */
-export function toJsonPointer(path: string): string {
-  if (path === "" || path.startsWith("/")) return path;
-  const tokens = path.split(".").flatMap((part) => part.split(/\[(\d+)\]/).filter((t) => t !== ""));
-  return tokens.map((t) => `/${t.replace(/~/g, "~0").replace(/\//g, "~1")}`).join("");
-}
-
-/** A core failure as the caller sees it: its validation errors pass through (400), everything else is 502. */
-function fromCoreError(err: unknown): ReposearchError {
-  if (err instanceof ReposearchError) {
-    if (err.code === ErrorCode.ValidationError) {
-      const details = (err.details ?? []).map((d) => ({ ...d, path: toJsonPointer(d.path) }));
-      return new ReposearchError(ErrorCode.ValidationError, err.message, { details, cause: err });
-    }
-    const msg =
-      err.code === ErrorCode.DeadlineExceeded
-        ? "search core did not answer in time"
-        : err.code === ErrorCode.Unavailable || err.code === ErrorCode.ExternalService
-          ? "search core unavailable"
-          : "search core failed";
-    return new ReposearchError(ErrorCode.ExternalService, msg, { cause: err });
-  }
-  // A raw gRPC ServiceError: numeric status code, message in `details`.
-  if (err !== null && typeof err === "object" && "code" in err && typeof err.code === "number") {
-    const details = "details" in err && typeof err.details === "string" ? err.details : "invalid request";
-    if (err.code === 3) return new ReposearchError(ErrorCode.ValidationError, details, { cause: err });
-    const msg = err.code === 4 ? "search core did not answer in time" : err.code === 14 ? "search core unavailable" : "search core failed";
-    return new ReposearchError(ErrorCode.ExternalService, msg, { cause: err });
-  }
-  return new ReposearchError(ErrorCode.ExternalService, "search core failed", { cause: err });
-}
-
-function setRateLimitHeaders(res: Response, d: RateLimitDecision): void {
-  res.setHeader("X-RateLimit-Limit", String(d.limit));
-  res.setHeader("X-RateLimit-Remaining", String(d.remaining));
-  res.setHeader("X-RateLimit-Reset", String(d.resetUnixSeconds));
-}
-
-function rateLimited(res: Response, d: RateLimitDecision, what: string): ReposearchError {
-  setRateLimitHeaders(res, d);
-  res.setHeader("Retry-After", String(Math.max(1, d.retryAfterSeconds)));
-  return new ReposearchError(ErrorCode.RateLimitExceeded, `rate limit exceeded: ${d.limit} ${what} per minute; retry after ${Math.max(1, d.retryAfterSeconds)} s`);
-}
-
-/** An error as a log field, scrubbed of the presented key and of anything shaped like a key. */
-function describe(err: unknown, secret: string | undefined): { message: string; name?: string; stack?: string } {
-  const scrub = (s: string): string => redactKeys(secret && secret.length > 0 ? s.split(secret).join("[REDACTED]") : s);
-  if (err instanceof Error) return { name: err.name, message: scrub(err.message), ...(err.stack ? { stack: scrub(err.stack) } : {}) };
-  return { message: scrub(String(err)) };
 }
 
 /** The validated body as the core's request; `rerank` is not part of the REST API and stays at the server default. */
@@ -301,7 +213,7 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
         },
         (err: unknown) => {
           if (attempt + 1 < REFUND_RETRY_DELAYS_MS.length) return retryRefund(ledgerId, reason, accountId, onRefunded, attempt + 1);
-          log.error("refund failed; the ledger entry needs manual reversal", { requestId: ledgerId, accountId, error: describe(err, undefined) });
+          log.error("refund failed; the ledger entry needs manual reversal", { requestId: ledgerId, accountId, error: describeError(err, undefined) });
         },
       );
     }, REFUND_RETRY_DELAYS_MS[attempt]);
@@ -356,7 +268,7 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
     // e. transport-level checks: media type, then size and syntax (body-parser)
     (req: Request, _res: Response, next: NextFunction) => {
       // Judged on the header alone (req.is() answers null for an empty body, which is a schema problem, not a media-type one).
-      const mediaType = (req.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+      const mediaType = (req.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
       if (mediaType !== "application/json") {
         throw validationError("Content-Type must be application/json", [
           { path: "", rule: "contentType", message: "send the body as JSON with Content-Type: application/json" },
@@ -368,26 +280,10 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
     async (req: Request, res: Response) => {
       const state = stateOf(req);
 
-      // Authentication and permission.
-      const apiKey = req.get("x-api-key");
-      if (apiKey === undefined || apiKey.trim() === "") {
-        throw authFailure("missing", ErrorCode.AuthError, "missing API key: send it in the X-API-Key header");
-      }
-      if (apiKey.length > MAX_API_KEY_LENGTH) throw authFailure("invalid", ErrorCode.AuthError, INVALID_KEY_MESSAGE);
-      state.apiKey = apiKey;
-      let principal: Principal | null;
-      try {
-        principal = await accounts.authenticate(apiKey);
-      } catch (err) {
-        throw new ReposearchError(ErrorCode.ExternalService, "accounts database unavailable; retry later", { cause: err });
-      }
-      if (!principal) throw authFailure("invalid", ErrorCode.AuthError, INVALID_KEY_MESSAGE);
+      // Authentication and permission (./auth.ts).
+      const principal = await authenticate(req.get("x-api-key"), accounts, (reason) => metrics.authFailures.inc({ reason }), (key) => (state.apiKey = key));
       state.accountId = principal.accountId;
       state.keyPrefix = principal.keyPrefix;
-      if (principal.accountStatus !== "active") throw authFailure("forbidden", ErrorCode.Forbidden, "account is suspended");
-      if (!principal.scopes.includes(SCOPE_SEARCH)) {
-        throw authFailure("forbidden", ErrorCode.Forbidden, `this API key lacks the "${SCOPE_SEARCH}" scope`);
-      }
 
       // Per-account limit; its headers go on every later answer, success included.
       const accountId = principal.accountId;
@@ -430,7 +326,7 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
         try {
           if (await accounts.refund(ledgerId, `search failed: ${failure.code}`)) metrics.creditsRefunded.inc(SEARCH_PRICE_MICROS);
         } catch (refundErr) {
-          log.warn("refund failed; retrying in the background", { requestId: ledgerId, accountId: principal.accountId, error: describe(refundErr, apiKey) });
+          log.warn("refund failed; retrying in the background", { requestId: ledgerId, accountId: principal.accountId, error: describeError(refundErr, state.apiKey) });
           retryRefund(ledgerId, `search failed: ${failure.code}`, accountId, () => metrics.creditsRefunded.inc(SEARCH_PRICE_MICROS));
         }
         throw failure;
@@ -501,7 +397,7 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
         requestId: state?.requestId,
         code,
         message: e.message,
-        ...(e.cause !== undefined ? { cause: describe(e.cause, state?.apiKey) } : {}),
+        ...(e.cause !== undefined ? { cause: describeError(e.cause, state?.apiKey) } : {}),
       };
       if (code === ErrorCode.Internal) log.error("internal error", fields);
       else log.warn("upstream failure", fields);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { normalizeIp, parseTrustedProxies, rateLimitKeyForIp, resolveClientIp } from "./client-ip.js";
 
 test("normalizeIp: mapped IPv4, ports, brackets, zones, canonical IPv6, garbage", () => {

@@ -30,11 +30,11 @@ export function normalizeIp(raw: string): string | null {
   if (zone >= 0) s = s.slice(0, zone);
   s = s.toLowerCase();
   const dotted = MAPPED_V4_DOTTED.exec(s);
-  if (dotted && isIP(dotted[1]) === 4) return dotted[1];
+  if (dotted && isIP(dotted[1]!) === 4) return dotted[1]!;
   const hex = MAPPED_V4_HEX.exec(s);
   if (hex) {
-    const hi = parseInt(hex[1], 16);
-    const lo = parseInt(hex[2], 16);
+    const hi = parseInt(hex[1]!, 16);
+    const lo = parseInt(hex[2]!, 16);
     return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
   }
   const family = isIP(s);

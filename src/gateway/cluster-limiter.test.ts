@@ -2,16 +2,19 @@ import assert from "node:assert/strict";
 import { fork, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
-import { after, test } from "node:test";
+import { afterAll, test } from "vitest";
+import { compiledModuleUrl } from "../common/compiled-url.js";
 import { answerLimitRequest, memoryCounters, LIMIT_REPLY, LIMIT_REQUEST, type LimitRequest } from "./cluster-limiter.js";
 
-const CHILD = fileURLToPath(new URL("./cluster-limiter.test-child.js", import.meta.url));
+/** The child (plain JavaScript) loads the compiled cluster-limiter module, dist/ being built by `npm test`. */
+const CHILD = fileURLToPath(new URL("../../test/support/cluster-limiter-child.mjs", import.meta.url));
+const MODULE = compiledModuleUrl("./cluster-limiter.js", import.meta.url).href;
 const children: ChildProcess[] = [];
-after(() => children.forEach((c) => c.kill()));
+afterAll(() => children.forEach((c) => c.kill()));
 
 /** A worker in a child process; this process plays the primary unless `answer` is false. */
 async function worker(opts: { ipPoints: number; accountPoints: number; answer: boolean; timeoutMs?: number }) {
-  const child = fork(CHILD, [], { env: { ...process.env, LIMIT_TIMEOUT_MS: String(opts.timeoutMs ?? 2_000) }, stdio: "inherit" });
+  const child = fork(CHILD, [], { env: { ...process.env, CLUSTER_LIMITER_MODULE: MODULE, LIMIT_TIMEOUT_MS: String(opts.timeoutMs ?? 2_000) }, stdio: "inherit" });
   children.push(child);
   const limiters = memoryCounters({ ip: { points: opts.ipPoints, durationSeconds: 60 }, account: { points: opts.accountPoints, durationSeconds: 60 } }, "test");
   const requests: LimitRequest[] = [];

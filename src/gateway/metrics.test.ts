@@ -5,11 +5,11 @@
  */
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
-import { after, before, test } from "node:test";
+import { afterAll, beforeAll, test } from "vitest";
 import { Registry } from "prom-client";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { Logger, setLogSink } from "../common/logger.js";
-import { emptyResponse } from "../core/testkit.js";
+import { emptyResponse } from "../../test/support/core-testkit.js";
 import type { SearchRequest, SearchResponse } from "../core/types.js";
 import { SEARCH_PRICE_MICROS, type DebitOutcome, type Principal } from "./accounts/types.js";
 import { createGatewayApp } from "./app.js";
@@ -18,7 +18,7 @@ import { createGatewayMetrics, type GatewayMetrics } from "./metrics.js";
 
 const KEY = "rsk_MetricKey_secretPartNeverALabel";
 const restoreSink = setLogSink(() => {});
-after(() => setLogSink(restoreSink));
+afterAll(() => setLogSink(restoreSink));
 
 const decision = (allowed: boolean, degraded = false): RateLimitDecision => ({
   allowed,
@@ -43,7 +43,7 @@ let base = "";
 let metrics: GatewayMetrics;
 let close: () => Promise<void>;
 
-before(async () => {
+beforeAll(async () => {
   metrics = createGatewayMetrics();
   const app = createGatewayApp({
     core: { search: (req) => behave.search(req), health: async () => "SERVING" },
@@ -70,7 +70,7 @@ before(async () => {
   close = () => new Promise<void>((r) => server.close(() => r()));
 });
 
-after(async () => close?.());
+afterAll(async () => close?.());
 
 async function post(key: string | undefined, body: unknown = { query: "http client" }): Promise<number> {
   const res = await fetch(`${base}/v1/codehost/search`, {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { appliedFilters, nullResult } from "../core/testkit.js";
+import { test } from "vitest";
+import { appliedFilters, nullResult } from "../../test/support/core-testkit.js";
 import { CATEGORIES } from "../dataset/record.js";
 import { SCHEMA_NAMES, openApiDocument, schemas } from "./openapi.js";
 import { createAjv, validateResponse, validateSearchRequest } from "./validation.js";
@@ -37,7 +37,7 @@ test("document header: OpenAPI 3.1, version 0.0.1, relative server, API key sche
     type: "apiKey",
     in: "header",
     name: "X-API-Key",
-    description: openApiDocument.components.securitySchemes.ApiKeyAuth.description,
+    description: openApiDocument.components.securitySchemes.ApiKeyAuth!.description,
   });
   // JSON round trip: the served document is plain JSON
   assert.deepEqual(JSON.parse(JSON.stringify(openApiDocument)), openApiDocument);
@@ -59,36 +59,36 @@ test("every component schema compiles with ajv 2020-12 in strict mode", () => {
 });
 
 test("searchRepositories: operation, security, body and every response of the spec", () => {
-  const op = openApiDocument.paths["/v1/codehost/search"].post;
+  const op = openApiDocument.paths["/v1/codehost/search"]!.post;
   assert.ok(op);
   assert.equal(op.operationId, "searchRepositories");
   assert.deepEqual(op.tags, ["search"]);
   assert.deepEqual(op.security, [{ ApiKeyAuth: [] }]);
   assert.equal(op.requestBody?.required, true);
-  assert.deepEqual(op.requestBody?.content["application/json"].schema, { $ref: "#/components/schemas/SearchRequest" });
+  assert.deepEqual(op.requestBody?.content["application/json"]!.schema, { $ref: "#/components/schemas/SearchRequest" });
   assert.deepEqual(Object.keys(op.responses).sort(), ["200", "400", "401", "403", "404", "429", "500", "502", "503"]);
-  const ok = op.responses["200"];
+  const ok = op.responses["200"]!;
   assert.ok(!("$ref" in ok));
-  assert.deepEqual(ok.content?.["application/json"].schema, { $ref: "#/components/schemas/SearchResponse" });
+  assert.deepEqual(ok.content?.["application/json"]!.schema, { $ref: "#/components/schemas/SearchResponse" });
   for (const code of ["400", "401", "403", "404", "429", "500", "502", "503"]) {
     const r = resolvePointer(openApiDocument, (op.responses[code] as { $ref: string }).$ref) as { content: Record<string, { schema: unknown }> };
-    assert.deepEqual(r.content["application/json"].schema, { $ref: "#/components/schemas/Error" }, code);
+    assert.deepEqual(r.content["application/json"]!.schema, { $ref: "#/components/schemas/Error" }, code);
   }
   const tooMany = openApiDocument.components.responses.RateLimitExceeded;
-  assert.deepEqual(Object.keys(tooMany.headers ?? {}).sort(), ["Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]);
+  assert.deepEqual(Object.keys(tooMany!.headers ?? {}).sort(), ["Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]);
 });
 
 test("getHealth: no security, 200 and 503 with the Health body", () => {
-  const op = openApiDocument.paths["/health"].get;
+  const op = openApiDocument.paths["/health"]!.get;
   assert.ok(op);
   assert.equal(op.operationId, "getHealth");
   assert.deepEqual(op.tags, ["health"]);
   assert.deepEqual(op.security, []);
   for (const code of ["200", "503"]) {
     const r = op.responses[code] as { readonly content?: Readonly<Record<string, { readonly schema: unknown }>> };
-    assert.deepEqual(r.content?.["application/json"].schema, { $ref: "#/components/schemas/Health" }, code);
+    assert.deepEqual(r.content?.["application/json"]!.schema, { $ref: "#/components/schemas/Health" }, code);
   }
-  for (const p of ["/.well-known/openapi.json", "/llms.txt", "/docs"]) assert.deepEqual(openApiDocument.paths[p].get?.security, [], p);
+  for (const p of ["/.well-known/openapi.json", "/llms.txt", "/docs"]) assert.deepEqual(openApiDocument.paths[p]!.get?.security, [], p);
 });
 
 test("schemas carry the spec's shapes: categories, required response fields, error detail", () => {
@@ -99,7 +99,7 @@ test("schemas carry the spec's shapes: categories, required response fields, err
   assert.deepEqual(schemas.Result.required, ["url", "name", "description", "score", "language", "stars", "forks", "topics", "pushedAt", "isArchived", "llmsUrl", "evidence"]);
   assert.deepEqual(schemas.AppliedFilters.required?.length, 10);
   assert.deepEqual(schemas.ErrorDetail.required, ["path", "rule", "message"]);
-  assert.deepEqual(schemas.Error.properties?.error.required, ["code", "message", "status"]);
+  assert.deepEqual(schemas.Error.properties?.error!.required, ["code", "message", "status"]);
 });
 
 const q = (over: Record<string, unknown> = {}): Record<string, unknown> => ({ query: "a query", ...over });

@@ -1,12 +1,8 @@
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
-import { after, test } from "node:test";
-import { Redis } from "ioredis";
+import { test } from "vitest";
 import { Logger } from "../common/logger.js";
-import { emptyResponse } from "../core/testkit.js";
-import { createMemoryQueryCache, createQueryCache, createRedisQueryCache, queryCacheKey } from "./query-cache.js";
-
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+import { emptyResponse } from "../../test/support/core-testkit.js";
+import { createMemoryQueryCache, createQueryCache, queryCacheKey } from "./query-cache.js";
 
 test("queryCacheKey: defaults made explicit and key order ignored; any real difference changes the key", () => {
   const base = queryCacheKey({ query: "q" });
@@ -46,19 +42,4 @@ test("createQueryCache: off at TTL 0, memory without redis", () => {
   const logger = new Logger();
   assert.equal(createQueryCache({ gateway: { queryCacheTtlMs: 0, queryCacheSize: 10 } }, { redis: null }, logger), null);
   assert.ok(createQueryCache({ gateway: { queryCacheTtlMs: 1000, queryCacheSize: 10 } }, { redis: null }, logger));
-});
-
-const redis = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: 1 });
-after(() => redis.disconnect());
-
-test("redis cache: round trip with expiry, shared by key prefix", async () => {
-  const keyPrefix = `test:qc:${process.pid}:${randomBytes(6).toString("hex")}`;
-  const c = createRedisQueryCache(redis, { ttlMs: 200, keyPrefix, logger: new Logger() });
-  assert.equal(await c.get("k"), undefined);
-  await c.set("k", emptyResponse("hello"));
-  assert.deepEqual(await c.get("k"), emptyResponse("hello"));
-  const ttl = await redis.pttl(`${keyPrefix}:k`);
-  assert.ok(ttl > 0 && ttl <= 200);
-  await new Promise((r) => setTimeout(r, 260));
-  assert.equal(await c.get("k"), undefined);
 });

@@ -19,7 +19,7 @@ import { EmbedPool } from "../embed/pool.js";
 import { specFromConfig } from "../embed/factory.js";
 import type { Embedder } from "../embed/types.js";
 import type { Point, VectorStore } from "../store/types.js";
-import { DOC_TEXT_VERSION, embeddingText } from "./doc-text.js";
+import { DOC_TEXT_VERSION, embeddingText } from "../corpus/doc-text.js";
 import type { Progress } from "./progress.js";
 import { DEFAULT_TRAIN_CONFIG } from "../embed/train.js";
 import { ensureStaticModel } from "./static-model.js";

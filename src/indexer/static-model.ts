@@ -23,7 +23,7 @@ import {
   type TrainConfig,
   type TrainResult,
 } from "../embed/train.js";
-import { embeddingText } from "./doc-text.js";
+import { embeddingText } from "../corpus/doc-text.js";
 import type { Progress } from "./progress.js";
 
 export function staticModelsRoot(dataDir: string): string {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
-import { test } from "node:test";
+import { onTestFinished, test } from "vitest";
 import { balancesConnections, excessOverFairShare, HANDOFF, leastLoaded, receiveConnections, SHED } from "./balancer.js";
 
 test("leastLoaded picks the smallest count", () => {
@@ -49,13 +49,13 @@ test("a joining worker's fair share: workers above ⌈total / workers⌉ shed th
   assert.deepEqual(excessOverFairShare([]), []);
 });
 
-test("a worker told to shed answers that many connections' next request with Connection: close, once each", async (t) => {
+test("a worker told to shed answers that many connections' next request with Connection: close, once each", async () => {
   const server = createServer((_req, res) => res.end("ok"));
   const handed = receiveConnections(server);
   // The primary's part, played here: accept on a TCP port and hand each socket over as a HANDOFF message.
   const front = createNetServer((socket: Socket) => void process.emit("message", { type: HANDOFF }, socket));
   await new Promise<void>((r) => front.listen(0, "127.0.0.1", () => r()));
-  t.after(() => {
+  onTestFinished(() => {
     handed.stop();
     front.close();
     server.close();

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { workerExecArgv } from "./cluster.js";
 
 test("workers get --max-semi-space-size from SERVE_SEMI_SPACE_MB, after the primary's own flags", () => {

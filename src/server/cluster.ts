@@ -27,6 +27,7 @@ interface ReadyMessage {
   readonly type: typeof READY;
   readonly url: string | null;
   readonly grpcAddress: string | null;
+  readonly connectUrl: string | null;
   readonly coreMetricsUrl: string | null;
 }
 
@@ -44,6 +45,8 @@ export interface ClusterReady {
   readonly processes: number;
   readonly url: string | null;
   readonly grpcAddress: string | null;
+  /** Base URL of the core's Connect port (Connect, gRPC-Web and gRPC). */
+  readonly connectUrl: string | null;
   readonly coreMetricsUrl: string | null;
 }
 
@@ -72,6 +75,7 @@ export function reportWorkerReady(running: Running): void {
     type: READY,
     url: running.gateway?.url ?? null,
     grpcAddress: running.core?.grpc.address ?? null,
+    connectUrl: running.core?.connect.url ?? null,
     coreMetricsUrl: running.coreMetricsUrl,
   };
   process.send(msg);
@@ -161,7 +165,7 @@ export async function runClusterPrimary(config: Config, role: Role, opts: Cluste
       log.info("worker serving", { worker: worker.id, pid: worker.process.pid });
       if (!firstReady && ready.size >= target) {
         firstReady = true;
-        opts.onReady?.({ processes: target, url: balancedUrl ?? m.url ?? null, grpcAddress: m.grpcAddress ?? null, coreMetricsUrl: m.coreMetricsUrl ?? null });
+        opts.onReady?.({ processes: target, url: balancedUrl ?? m.url ?? null, grpcAddress: m.grpcAddress ?? null, connectUrl: m.connectUrl ?? null, coreMetricsUrl: m.coreMetricsUrl ?? null });
       }
     };
 

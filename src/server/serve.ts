@@ -1,7 +1,8 @@
 /**
- * Process assembly: the gRPC search core over the served index, the REST gateway in front of it,
- * or both in one process (the embedded default). Shutdown drains: health goes NOT_SERVING, new
- * work is refused, in-flight requests finish within SHUTDOWN_GRACE_MS, then everything closes.
+ * Process assembly: the search core over the served index (gRPC on GRPC_PORT; Connect, gRPC-Web and
+ * gRPC on CONNECT_PORT), the REST gateway in front of it, or both in one process (the embedded
+ * default). Shutdown drains: health goes NOT_SERVING, new work is refused, in-flight requests finish
+ * within SHUTDOWN_GRACE_MS, then everything closes.
  */
 import cluster from "node:cluster";
 import { rmSync } from "node:fs";
@@ -17,6 +18,7 @@ import { initTracing } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
 import { SearchEngine } from "../core/engine.js";
 import { CoreClient } from "../core/grpc/client.js";
+import { startConnectServer, type ConnectServerHandle } from "../core/grpc/connect.js";
 import { startGrpcServer, type GrpcServerHandle } from "../core/grpc/server.js";
 import { createCoreMetrics, type CoreMetrics } from "../core/metrics.js";
 import { createReranker } from "../core/rerank/factory.js";
@@ -27,7 +29,6 @@ import { openAccountStore, type AccountStore } from "../gateway/accounts/index.j
 import { createLimiter, type Limiter } from "../gateway/limiter.js";
 import { createGatewayMetrics, type GatewayMetrics } from "../gateway/metrics.js";
 import { createQueryCache } from "../gateway/query-cache.js";
-import { EmbeddedStore } from "../store/embedded/store.js";
 import { openStore } from "../store/factory.js";
 import type { VectorStore } from "../store/types.js";
 import { balancesConnections, receiveConnections } from "./balancer.js";
@@ -37,6 +38,8 @@ export type Role = "all" | "core" | "gateway";
 export interface CoreHandle {
   readonly engine: SearchEngine;
   readonly grpc: GrpcServerHandle;
+  /** The Connect port (Connect, gRPC-Web and gRPC over HTTP/1.1 and HTTP/2). */
+  readonly connect: ConnectServerHandle;
   readonly store: VectorStore;
   /** The core's metrics (on the registry passed in, or a fresh one). */
   readonly metrics: CoreMetrics;
@@ -66,7 +69,7 @@ export async function startCore(
   // New versions are picked up by the store's watcher (an atomic pointer swap per request); the
   // engine follows so that a new embedder is loaded before queries need it.
   // (QdrantStore reads its version per call; the embedded store swaps segments on this watcher.)
-  if (store instanceof EmbeddedStore) store.watch(config.server.indexWatchIntervalMs);
+  store.watch(config.server.indexWatchIntervalMs);
   const timer = setInterval(() => void engine.sync().catch((e: unknown) => log.warn("index sync failed", { error: (e as Error).message })), config.server.indexWatchIntervalMs);
   timer.unref();
   const grpc = await startGrpcServer({
@@ -79,17 +82,40 @@ export async function startCore(
     metrics,
     ...(opts.localSocketPath ? { localSocketPath: opts.localSocketPath } : {}),
   });
+  let connect: ConnectServerHandle;
+  try {
+    connect = await startConnectServer({
+      core: engine,
+      host: config.server.host,
+      port: config.server.connectPort,
+      logger: log,
+      shutdownGraceMs: config.server.shutdownGraceMs,
+      metrics,
+    });
+  } catch (err) {
+    clearInterval(timer);
+    await grpc.shutdown();
+    throw err;
+  }
   grpc.setServing(true);
   const info = await store.info();
-  log.info("search core listening", { address: grpc.address, version: info.version, count: info.count, embedderId: info.embedderId, reranker: reranker?.id ?? "off" });
+  log.info("search core listening", {
+    address: grpc.address,
+    connectUrl: connect.url,
+    version: info.version,
+    count: info.count,
+    embedderId: info.embedderId,
+    reranker: reranker?.id ?? "off",
+  });
   return {
     engine,
     grpc,
+    connect,
     store,
     metrics,
     async close() {
       clearInterval(timer);
-      await grpc.shutdown();
+      await Promise.all([grpc.shutdown(), connect.shutdown()]);
       await engine.close();
       await store.close();
     },

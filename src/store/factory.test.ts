@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { ConfigError, ErrorCode, ReposearchError } from "../common/errors.js";
 import { loadConfig } from "../config/config.js";
 import { openStore, storeSettingsFromEnv } from "./factory.js";

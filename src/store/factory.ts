@@ -4,7 +4,7 @@
  */
 import type { Logger } from "../common/logger.js";
 import { loadConfig, type Config, type QdrantSettings, type VectorStoreKind } from "../config/config.js";
-import { embeddedStoreFromConfig } from "./embedded/store.js";
+import { embeddedStoreFromConfig } from "./embedded/index.js";
 import { QdrantStore, qdrantStoreOptionsFromConfig } from "./qdrant/store.js";
 import type { VectorStore } from "./types.js";
 

@@ -72,3 +72,26 @@ export const isHasId = (c: Condition): c is HasIdCondition => Array.isArray((c a
 export const isNestedFilter = (c: Condition): c is Filter =>
   !isFieldCondition(c) && !isIsNull(c) && !isIsEmpty(c) && !isHasId(c) &&
   ("must" in c || "should" in c || "must_not" in c);
+
+/** Qdrant accepts point ids as UUIDs in any of their spellings; compare them in one canonical form. */
+export function normalizePointId(id: string): string {
+  const hex = id.replace(/^urn:uuid:/i, "").replace(/^\{(.*)\}$/, "$1");
+  const m = /^([0-9a-f]{8})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{12})$/i.exec(hex);
+  return m === null ? id : `${m[1]}-${m[2]}-${m[3]}-${m[4]}-${m[5]}`.toLowerCase();
+}
+
+/** How a payload field is indexed for filtering (Qdrant's payload index types that reposearch uses). */
+export type FieldIndexType = "keyword" | "integer" | "datetime" | "bool";
+
+/** The payload fields reposearch filters on, with their index type: both stores index exactly these. */
+export const INDEXED_FIELDS: Readonly<Record<string, FieldIndexType>> = {
+  key: "keyword",
+  aliasKeys: "keyword",
+  languageLc: "keyword",
+  topics: "keyword",
+  category: "keyword",
+  stars: "integer",
+  forks: "integer",
+  pushedAt: "datetime",
+  isArchived: "bool",
+};

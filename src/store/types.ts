@@ -142,6 +142,17 @@ export interface StoreWriter {
 }
 
 export interface VectorStore {
+  /**
+   * True when the index lives in this machine's DATA_DIR (the embedded store): `reposearch start` can
+   * then build it in-process and serve a lexical-only bootstrap meanwhile. A remote store is filled by
+   * the indexer wherever it runs.
+   */
+  readonly local: boolean;
+  /**
+   * Follows newly published index versions, checking every `intervalMs`. A store that reads its version
+   * on every call (Qdrant) has nothing to follow. Never throws from its timer; stops at close().
+   */
+  watch(intervalMs: number): void;
   info(): Promise<StoreInfo>;
   denseSearch(q: DenseQuery): Promise<ScoredPoint[]>;
   lexicalSearch(q: LexicalQuery): Promise<ScoredPoint[]>;

@@ -1,12 +1,18 @@
 /**
- * The proto boundary of the core's gRPC API: loading proto/reposearch/v1/search.proto, and pure
- * conversions between proto-loader objects and the TS types of src/core/types.ts, plus the error
- * ⇄ status mapping that lets a client rebuild the server's ReposearchError.
+ * The proto boundary of the core's RPC API: loading proto/reposearch/v1/search.proto, and pure
+ * conversions between wire objects and the TS types of src/core/types.ts, plus the error ⇄ status
+ * mapping that lets a client rebuild the server's ReposearchError.
+ *
+ * The message types come from the code protoc-gen-es generates from the proto (src/gen/, `npm run
+ * generate`). The grpc-js server and client keep proto-loader (protobufjs) for the wire, several times
+ * faster than protobuf-es at encoding, so what they send is `Wire<M>`: the generated message type M in
+ * the form proto-loader reads and writes. The Connect server (connect.ts) turns the same objects into
+ * protobuf-es messages (messageFromWire).
  *
  * proto-loader options (one set, used by server and client alike):
  *   keepCase: false  → camelCase field names, identical to the TS/REST names;
  *   longs: Number    → int64 arrives as a JS number (counts stay far below 2^53);
- *   enums: String    → enum values by name;
+ *   enums: Number    → enum values by number: the generated enum (e.g. CategoryMode.DEFAULT);
  *   defaults: false  → an unset field is absent from the object, which is how proto3 `optional`
  *                      and message presence survive decoding;
  *   arrays/objects   → repeated and map fields are always [] / {} (they have no presence anyway);
@@ -15,12 +21,26 @@
  * Decoded objects are treated as `unknown` and narrowed field by field.
  */
 import path from "node:path";
+import { fromJson, type DescMessage, type JsonValue, type Message, type MessageShape } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { protoPath as healthProtoPath } from "grpc-health-check";
 import { ErrorCode, ReposearchError, type ErrorDetail } from "../../common/errors.js";
 import { projectRoot } from "../../config/config.js";
 import type { Category } from "../../dataset/record.js";
+import {
+  CategoryMode as ProtoCategoryMode,
+  type AppliedFilters as AppliedFiltersMessage,
+  type Filters as FiltersMessage,
+  type IndexStats as IndexStatsMessage,
+  type Meta as MetaMessage,
+  type Result as ResultMessage,
+  type SearchError as SearchErrorMessage,
+  type SearchRequest as SearchRequestMessage,
+  type SearchResponse as SearchResponseMessage,
+  type SearchStreamRequest as SearchStreamRequestMessage,
+  type StreamSearch as StreamSearchMessage,
+} from "../../gen/reposearch/v1/search_pb.js";
 import { isCategory } from "../validate.js";
 import type {
   AppliedFilters,
@@ -48,7 +68,7 @@ const HEALTH_PROTO_DIR = path.resolve(path.dirname(healthProtoPath), "..", "..")
 export const PROTO_LOADER_OPTIONS: Readonly<protoLoader.Options> = {
   keepCase: false,
   longs: Number,
-  enums: String,
+  enums: Number,
   defaults: false,
   arrays: true,
   objects: true,
@@ -58,7 +78,7 @@ export const PROTO_LOADER_OPTIONS: Readonly<protoLoader.Options> = {
 export interface LoadedProtos {
   /** reposearch.v1 package definition (carries the file descriptors reflection serves). */
   readonly searchPackage: protoLoader.PackageDefinition;
-  /** grpc.health.v1 package definition, loaded with the same options (client side and reflection). */
+  /** grpc.health.v1 package definition, loaded with the same options but enums by name ("SERVING"; client side and reflection). */
   readonly healthPackage: protoLoader.PackageDefinition;
   readonly searchService: protoLoader.ServiceDefinition;
   readonly healthService: protoLoader.ServiceDefinition;
@@ -82,7 +102,7 @@ let loaded: LoadedProtos | undefined;
 export function loadProtos(): LoadedProtos {
   if (loaded) return loaded;
   const searchPackage = protoLoader.loadSync(SEARCH_PROTO_FILE, { ...PROTO_LOADER_OPTIONS, includeDirs: [PROTO_DIR] });
-  const healthPackage = protoLoader.loadSync("health/v1/health.proto", { ...PROTO_LOADER_OPTIONS, includeDirs: [HEALTH_PROTO_DIR] });
+  const healthPackage = protoLoader.loadSync("health/v1/health.proto", { ...PROTO_LOADER_OPTIONS, enums: String, includeDirs: [HEALTH_PROTO_DIR] });
   const reflectionPackage = {
     ...protoLoader.loadSync(SEARCH_PROTO_FILE, { ...PROTO_LOADER_OPTIONS, keepCase: true, includeDirs: [PROTO_DIR] }),
     ...protoLoader.loadSync("health/v1/health.proto", { ...PROTO_LOADER_OPTIONS, keepCase: true, includeDirs: [HEALTH_PROTO_DIR] }),
@@ -98,85 +118,46 @@ export function loadProtos(): LoadedProtos {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Proto object shapes (what proto-loader serialises; camelCase, absent = unset)
+// Wire shapes: the generated message types as proto-loader serialises them
 
-export interface ProtoFilters {
-  readonly minStars?: number;
-  readonly maxStars?: number;
-  readonly minForks?: number;
-  readonly maxForks?: number;
-  readonly language?: string;
-  readonly excludeRepos?: readonly string[];
-  readonly categories?: { readonly values: readonly string[] };
-  readonly topics?: { readonly values: readonly string[] };
-  readonly excludeArchived?: boolean;
-  readonly staleAfterMonths?: number;
-}
+/** protobuf-es's form of a oneof group: `{ case: "response", value }`, or `{ case: undefined }` when unset. */
+type OneofGroup = { readonly case: string | undefined; readonly value?: unknown };
 
-export interface ProtoSearchRequest {
-  readonly query: string;
-  readonly limit?: number;
-  readonly includeTree?: boolean;
-  readonly filters?: ProtoFilters;
-  readonly rerank?: boolean;
-}
+/** The keys of T that hold a oneof group. */
+type OneofKeys<T> = { [K in keyof T]-?: T[K] extends OneofGroup ? K : never }[keyof T];
 
-export interface ProtoResult {
-  readonly url?: string;
-  readonly name: string;
-  readonly description?: string;
-  readonly score: number;
-  readonly language?: string;
-  readonly stars?: number;
-  readonly forks?: number;
-  readonly topics: readonly string[];
-  readonly pushedAt?: string;
-  readonly isArchived?: boolean;
-  readonly llmsUrl?: string;
-  readonly tree?: { readonly text?: string };
-  readonly evidence: readonly string[];
-  readonly aliases?: readonly string[];
-}
+/** The members of oneof groups G as proto-loader has them (oneofs: false): fields side by side, at most one set. */
+type OneofMembers<G> = {
+  readonly [C in G extends { readonly case: infer K extends string } ? K : never]?: Wire<G extends { readonly case: C; readonly value: infer V } ? V : never>;
+};
 
-export type ProtoCategoryMode = "CATEGORY_MODE_DEFAULT" | "CATEGORY_MODE_EXPLICIT" | "CATEGORY_MODE_ALL";
+/**
+ * A message type generated by protoc-gen-es (src/gen/) in the form proto-loader reads and writes with
+ * PROTO_LOADER_OPTIONS: without `$typeName`, int64 as number (longs: Number), enums as the generated
+ * enum's numbers (enums: Number), each oneof as its member fields (oneofs: false), read-only. Fields
+ * keep the generated names and presence (`optional` scalars and messages may be absent).
+ */
+export type Wire<T> = T extends bigint
+  ? number
+  : T extends readonly (infer E)[]
+    ? readonly Wire<E>[]
+    : T extends Message
+      ? { readonly [K in keyof T as K extends `$${string}` | OneofKeys<T> ? never : K]: Wire<T[K]> } & OneofMembers<T[OneofKeys<T>]>
+      : T extends object
+        ? { readonly [K in keyof T]: Wire<T[K]> }
+        : T;
 
-export interface ProtoAppliedFilters {
-  readonly categories: { readonly mode: ProtoCategoryMode; readonly values: readonly string[]; readonly includeUncategorized: boolean };
-  readonly excludeArchived: boolean;
-  readonly minStars?: number;
-  readonly maxStars?: number;
-  readonly minForks?: number;
-  readonly maxForks?: number;
-  readonly language?: string;
-  readonly excludeRepos: readonly string[];
-  readonly topics: readonly string[];
-  readonly staleAfterMonths?: number;
-}
+export type ProtoSearchRequest = Wire<SearchRequestMessage>;
+export type ProtoStreamSearch = Wire<StreamSearchMessage>;
+export type ProtoSearchStreamRequest = Wire<SearchStreamRequestMessage>;
 
-export interface ProtoMeta {
-  readonly total: number;
-  readonly timeMs: number;
-  readonly methods: Readonly<Record<string, MethodStats>>;
-  readonly appliedFilters: ProtoAppliedFilters;
-  readonly reranked?: boolean;
-  readonly rerankMs?: number;
-}
-
-export interface ProtoSearchResponse {
-  readonly query: string;
-  readonly results: readonly ProtoResult[];
-  readonly meta: ProtoMeta;
-}
-
-export interface ProtoIndexStats {
-  readonly version?: string;
-  readonly count: number;
-  readonly dims: number;
-  readonly embedderId?: string;
-  readonly publishedAt?: string;
-  readonly ageSeconds?: number;
-  readonly methods: readonly string[];
-  readonly rerankerId?: string;
+/**
+ * The protobuf-es message for a wire object (what the Connect server sends for what the grpc-js server
+ * sends). A wire object is valid proto3 JSON as it is: camelCase names, int64 and enums as numbers,
+ * maps as objects, unset fields absent.
+ */
+export function messageFromWire<Desc extends DescMessage>(schema: Desc, wire: Wire<MessageShape<Desc>>): MessageShape<Desc> {
+  return fromJson(schema, wire as unknown as JsonValue);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -217,9 +198,11 @@ class Reader {
     if (typeof v !== "string") throw this.bad(k, "a string");
     return v;
   }
+  /** int64 fields arrive as numbers from proto-loader and as bigints from protobuf-es (the Connect server). */
   optNumber(k: string): number | undefined {
     if (!this.has(k)) return undefined;
     const v = this.o[k];
+    if (typeof v === "bigint") return Number(v);
     if (typeof v !== "number") throw this.bad(k, "a number");
     return v;
   }
@@ -300,7 +283,7 @@ export function requestToProto(req: SearchRequest): ProtoSearchRequest {
     filters:
       f === undefined
         ? undefined
-        : defined<ProtoFilters>({
+        : defined<Wire<FiltersMessage>>({
             minStars: f.minStars,
             maxStars: f.maxStars,
             minForks: f.minForks,
@@ -354,14 +337,14 @@ export function requestFromProto(obj: unknown): SearchRequest {
 // SearchResponse
 
 const MODE_TO_PROTO: Readonly<Record<CategoryMode, ProtoCategoryMode>> = {
-  default: "CATEGORY_MODE_DEFAULT",
-  explicit: "CATEGORY_MODE_EXPLICIT",
-  all: "CATEGORY_MODE_ALL",
+  default: ProtoCategoryMode.DEFAULT,
+  explicit: ProtoCategoryMode.EXPLICIT,
+  all: ProtoCategoryMode.ALL,
 };
-const MODE_FROM_PROTO: ReadonlyMap<string, CategoryMode> = new Map(Object.entries(MODE_TO_PROTO).map(([k, v]) => [v, k as CategoryMode]));
+const MODE_FROM_PROTO: ReadonlyMap<number, CategoryMode> = new Map(Object.entries(MODE_TO_PROTO).map(([k, v]) => [v, k as CategoryMode]));
 
-function resultToProto(r: SearchResult): ProtoResult {
-  return defined<ProtoResult>({
+function resultToProto(r: SearchResult): Wire<ResultMessage> {
+  return defined<Wire<ResultMessage>>({
     url: r.url,
     name: r.name,
     description: r.description,
@@ -380,8 +363,8 @@ function resultToProto(r: SearchResult): ProtoResult {
   });
 }
 
-function appliedFiltersToProto(a: AppliedFilters): ProtoAppliedFilters {
-  return defined<ProtoAppliedFilters>({
+function appliedFiltersToProto(a: AppliedFilters): Wire<AppliedFiltersMessage> {
+  return defined<Wire<AppliedFiltersMessage>>({
     categories: { mode: MODE_TO_PROTO[a.categories.mode], values: a.categories.values, includeUncategorized: a.categories.includeUncategorized },
     excludeArchived: a.excludeArchived,
     minStars: a.minStars,
@@ -395,12 +378,12 @@ function appliedFiltersToProto(a: AppliedFilters): ProtoAppliedFilters {
   });
 }
 
-export function responseToProto(res: SearchResponse): ProtoSearchResponse {
+export function responseToProto(res: SearchResponse): Wire<SearchResponseMessage> {
   const m = res.meta;
   return {
     query: res.query,
     results: res.results.map(resultToProto),
-    meta: defined<ProtoMeta>({
+    meta: defined<Wire<MetaMessage>>({
       total: m.total,
       timeMs: m.timeMs,
       methods: Object.fromEntries(Object.entries(m.methods).map(([k, v]) => [k, { hits: v.hits, weight: v.weight }])),
@@ -443,9 +426,9 @@ function resultFromProto(v: unknown, i: number): SearchResult {
 
 function appliedFiltersFromProto(r: Reader): AppliedFilters {
   const c = r.message("categories");
-  const modeName = c.string("mode");
-  const mode = MODE_FROM_PROTO.get(modeName);
-  if (mode === undefined) throw malformed(ErrorCode.Internal, "meta.appliedFilters.categories.mode", `a category mode (got ${JSON.stringify(modeName)})`);
+  const modeValue = c.number("mode");
+  const mode = MODE_FROM_PROTO.get(modeValue);
+  if (mode === undefined) throw malformed(ErrorCode.Internal, "meta.appliedFilters.categories.mode", `a category mode (got ${modeValue})`);
   return {
     categories: { mode, values: categoriesFrom(c, "values"), includeUncategorized: c.bool("includeUncategorized") },
     excludeArchived: r.bool("excludeArchived"),
@@ -482,8 +465,8 @@ export function responseFromProto(obj: unknown): SearchResponse {
 // ---------------------------------------------------------------------------------------------
 // IndexStats
 
-export function statsToProto(s: IndexStats): ProtoIndexStats {
-  return defined<ProtoIndexStats>({
+export function statsToProto(s: IndexStats): Wire<IndexStatsMessage> {
+  return defined<Wire<IndexStatsMessage>>({
     version: s.version,
     count: s.count,
     dims: s.dims,
@@ -590,37 +573,6 @@ function errorFromParts(status: number, message: string, code: unknown, details:
  */
 export const STREAM_BATCH_MAX = 32;
 
-/** One StreamSearch as proto-loader serialises it. */
-export interface ProtoStreamSearch {
-  readonly id: number;
-  readonly request: ProtoSearchRequest;
-  readonly timeoutMs?: number;
-  readonly metadata?: Readonly<Record<string, string>>;
-}
-
-export interface ProtoSearchStreamRequest {
-  readonly searches: readonly ProtoStreamSearch[];
-  readonly cancel: readonly number[];
-}
-
-/** SearchError: a failed search on a stream, carrying what a unary call's status and trailers carry. */
-export interface ProtoSearchError {
-  readonly status: number;
-  readonly message: string;
-  readonly code?: string;
-  readonly details: readonly ErrorDetail[];
-}
-
-export interface ProtoStreamOutcome {
-  readonly id: number;
-  readonly response?: ProtoSearchResponse;
-  readonly error?: ProtoSearchError;
-}
-
-export interface ProtoSearchStreamResponse {
-  readonly outcomes: readonly ProtoStreamOutcome[];
-}
-
 /** A StreamSearch read and checked on the server. */
 export interface StreamStart {
   readonly id: number;
@@ -649,7 +601,7 @@ export function streamRequestFromProto(obj: unknown): { readonly searches: Strea
 }
 
 /** The SearchError for a failed search; `null` is a search cancelled by its caller. */
-export function errorToProto(err: ReposearchError | null): ProtoSearchError {
+export function errorToProto(err: ReposearchError | null): Wire<SearchErrorMessage> {
   if (err === null) return { status: grpc.status.CANCELLED, message: "cancelled", details: [] };
   return { status: err.grpcStatus, message: err.message, code: err.code, details: err.details ?? [] };
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { STREAM_BATCH_MAX } from "./convert.js";
 import { Outbox } from "./outbox.js";

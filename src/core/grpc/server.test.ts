@@ -3,17 +3,17 @@
  * CoreClient / raw grpc-js clients, with an in-test SearchCore that records what it received.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
 import { ConfigError, ErrorCode, ReposearchError } from "../../common/errors.js";
 import { Logger, setLogLevel, setLogSink } from "../../common/logger.js";
-import { nullResult } from "../testkit.js";
+import { nullResult } from "../../../test/support/core-testkit.js";
 import type { IndexStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "../types.js";
 import { CoreClient, checkCoreAddress, isRetryableCoreError } from "./client.js";
 import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, STREAM_BATCH_MAX, loadProtos, requestFromProto, requestToProto, responseFromProto, responseToProto } from "./convert.js";
 import { startGrpcServer, type GrpcServerHandle } from "./server.js";
-import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "./testkit.js";
+import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "../../../test/support/grpc-testkit.js";
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -130,12 +130,12 @@ for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "u
   let server: GrpcServerHandle;
   let client: CoreClient;
 
-  before(async () => {
+  beforeAll(async () => {
     server = await start(core);
     server.setServing(true);
     client = new CoreClient(server.address, { streams });
   });
-  after(async () => {
+  afterAll(async () => {
     client.close();
     await server.shutdown();
   });
@@ -202,9 +202,9 @@ for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "u
       core.metaExtra = {};
       const res = await client.search({ query: "q", includeTree: true });
       assert.deepEqual(res.results, core.results);
-      assert.ok(!("tree" in res.results[0]), "tree not requested → key absent");
-      assert.equal(res.results[1].tree, null);
-      assert.equal(res.results[3].tree, "");
+      assert.ok(!("tree" in res.results[0]!), "tree not requested → key absent");
+      assert.equal(res.results[1]!.tree, null);
+      assert.equal(res.results[3]!.tree, "");
       assert.ok(!("reranked" in res.meta) && !("rerankMs" in res.meta));
       const expected = await core.search({ query: "q" });
       assert.deepEqual(res.meta, expected.meta);
@@ -226,8 +226,8 @@ for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "u
   it("applied-filter category modes map both ways", async () => {
     for (const mode of ["default", "explicit", "all"] as const) {
       const res = responseFromProto(
-        loadProtos().searchService.Search.responseDeserialize(
-          loadProtos().searchService.Search.responseSerialize(
+        loadProtos().searchService.Search!.responseDeserialize(
+          loadProtos().searchService.Search!.responseSerialize(
             responseToProto({
               query: "q",
               results: [],
@@ -269,7 +269,7 @@ for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "u
   it("requestToProto/requestFromProto are inverse for every presence case", () => {
     const def = loadProtos().searchService.Search;
     const req: SearchRequest = { query: "q", limit: 0, filters: { categories: [], topics: [], staleAfterMonths: 0 } };
-    assert.deepEqual(requestFromProto(def.requestDeserialize(def.requestSerialize(requestToProto(req)))), req);
+    assert.deepEqual(requestFromProto(def!.requestDeserialize(def!.requestSerialize(requestToProto(req)))), req);
   });
 
   it("GetIndexStats round-trips nulls and values", async () => {
@@ -352,8 +352,8 @@ for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "u
       assert.equal(grpcCodeOf(err), grpc.status.DEADLINE_EXCEEDED);
       assert.ok(elapsed >= 140 && elapsed < 150 + 500, `took ${elapsed} ms`);
       assert.equal(core.signals.length, 1);
-      assert.ok(await waitUntil(() => core.signals[0].aborted, 1_000), "core signal aborted");
-      const reason: unknown = core.signals[0].reason;
+      assert.ok(await waitUntil(() => core.signals[0]!.aborted, 1_000), "core signal aborted");
+      const reason: unknown = core.signals[0]!.reason;
       assert.ok(reason instanceof ReposearchError && reason.code === ErrorCode.DeadlineExceeded, `reason ${String(reason)}`);
     } finally {
       core.impl = undefined;
@@ -379,7 +379,7 @@ for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "u
     // grpc-js emits 'cancelled' on the server call once the stream closes, answered or not; treating
     // that as the client leaving would abort (and build an Error for) every finished call.
     await sleep(100);
-    assert.equal(core.signals[0].aborted, false, `aborted with ${String(core.signals[0].reason)}`);
+    assert.equal(core.signals[0]!.aborted, false, `aborted with ${String(core.signals[0]!.reason)}`);
   });
 
   it("client cancellation (AbortSignal) rejects with the reason and aborts the core's signal", async () => {
@@ -392,7 +392,7 @@ for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "u
       const reason = new Error("caller went away");
       ac.abort(reason);
       await assert.rejects(p, (e: unknown) => e === reason);
-      assert.ok(await waitUntil(() => core.signals[0].aborted, 2_000), "server saw the cancellation");
+      assert.ok(await waitUntil(() => core.signals[0]!.aborted, 2_000), "server saw the cancellation");
       // An already-aborted signal never sends the call.
       await assert.rejects(client.search({ query: "q" }, { signal: AbortSignal.abort(reason) }), (e: unknown) => e === reason);
     } finally {
@@ -405,7 +405,7 @@ for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "u
     await client.search({ query: "very-private-query-text" }, { metadata: { "x-request-id": "req-123" } });
     const lines = logLines.filter((l) => l.includes('"msg":"grpc call"'));
     assert.equal(lines.length, 1);
-    const rec = JSON.parse(lines[0]) as Record<string, unknown>;
+    const rec = JSON.parse(lines[0]!) as Record<string, unknown>;
     assert.deepEqual([rec.level, rec.method, rec.code, rec.requestId], ["debug", streams === 0 ? "Search" : "SearchStream", "OK", "req-123"]);
     assert.equal(typeof rec.ms, "number");
     assert.ok(!logLines.some((l) => l.includes("very-private-query-text")));
@@ -689,7 +689,7 @@ describe("gRPC health and readiness", () => {
     const watch = loadProtos().healthService.Watch;
     const raw = new grpc.Client(server.address, grpc.credentials.createInsecure());
     const seen: string[] = [];
-    const stream = raw.makeServerStreamRequest(watch.path, watch.requestSerialize, watch.responseDeserialize, { service: "" });
+    const stream = raw.makeServerStreamRequest(watch!.path, watch!.requestSerialize, watch!.responseDeserialize, { service: "" });
     stream.on("data", (msg: { status?: string }) => seen.push(msg.status ?? "UNKNOWN"));
     stream.on("error", () => undefined); // CANCELLED once we stop watching
     try {

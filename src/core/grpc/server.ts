@@ -1,33 +1,22 @@
 /**
  * The core's gRPC server: reposearch.v1.SearchService over a SearchCore, the standard
  * grpc.health.v1.Health service, and server reflection (so grpcurl works without the proto).
+ * The Connect port (connect.ts) serves the same service to Connect, gRPC-Web and gRPC clients.
  *
  * Every call gets an AbortSignal tied to its deadline and to client cancellation, so abandoned work
- * stops. Every error leaves as a ReposearchError: its public message and a gRPC status, the
- * ErrorCode (and validation details) in trailers, the cause only in the server log.
+ * stops (calls.ts). Every error leaves as a ReposearchError: its public message and a gRPC status,
+ * the ErrorCode (and validation details) in trailers, the cause only in the server log.
  */
 import * as grpc from "@grpc/grpc-js";
 import { ReflectionService } from "@grpc/reflection";
 import { rmSync } from "node:fs";
 import { HealthImplementation, type ServingStatus } from "grpc-health-check";
-import { untilAborted } from "../../common/abort.js";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { Logger } from "../../common/logger.js";
-import { SpanKind, context, extractTraceContext, failSpan, stageSpan, startSpan } from "../../common/tracing.js";
 import type { GrpcCallMetrics } from "../metrics.js";
 import type { SearchCore } from "../types.js";
-import { validateSearchRequest } from "../validate.js";
-import {
-  SEARCH_SERVICE_NAME,
-  errorToProto,
-  errorToStatus,
-  loadProtos,
-  requestFromProto,
-  responseToProto,
-  statsToProto,
-  streamRequestFromProto,
-  type StreamStart,
-} from "./convert.js";
+import { callRunner, searchWork, statsWork, type CallWork } from "./calls.js";
+import { SEARCH_SERVICE_NAME, errorToProto, errorToStatus, loadProtos, streamRequestFromProto, type StreamStart } from "./convert.js";
 import { Outbox } from "./outbox.js";
 
 export interface GrpcServerOptions {
@@ -72,48 +61,9 @@ export interface GrpcServerHandle {
   shutdown(): Promise<void>;
 }
 
-/** A cancellation this close to the deadline is reported as the deadline (see the 'cancelled' handler). */
-const DEADLINE_SKEW_MS = 200;
-
-/** Status codes that mean the server failed (a span error), as opposed to a caller's mistake. */
-const SERVER_FAULTS: ReadonlySet<grpc.status> = new Set([
-  grpc.status.UNKNOWN,
-  grpc.status.DEADLINE_EXCEEDED,
-  grpc.status.UNIMPLEMENTED,
-  grpc.status.INTERNAL,
-  grpc.status.UNAVAILABLE,
-  grpc.status.DATA_LOSS,
-]);
-
 function firstString(values: grpc.MetadataValue[]): string | undefined {
   const v = values[0];
   return typeof v === "string" ? v : undefined;
-}
-
-/** What a call's work gets besides its request and signal. */
-interface CallContext {
-  /** Per-stage hook that records the stage as a child span of the call's span (undefined when not tracing). */
-  readonly onStage: ((stage: string, seconds: number) => void) | undefined;
-}
-
-/** One call as `invoke` runs it, whatever carried it (a unary call or a search on a stream). */
-interface Invocation {
-  /** The method name for spans, metrics and logs. */
-  readonly method: string;
-  readonly request: unknown;
-  readonly traceparent: string | undefined;
-  readonly tracestate: string | undefined;
-  readonly requestId: string | undefined;
-  /** Epoch ms when the caller stops waiting; Infinity: no deadline. */
-  readonly deadline: number;
-}
-
-/** How a call ended: the reply, or the error to send (null: cancelled by the caller). */
-type Outcome = { readonly code: grpc.status; readonly reply: object } | { readonly code: grpc.status; readonly error: ReposearchError | null };
-
-/** Abort reason for a cancelled call: the client is gone, nothing is sent back. */
-class CallCancelled extends Error {
-  override readonly name = "CallCancelled";
 }
 
 function formatAddress(host: string, port: number): string {
@@ -157,86 +107,10 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   poll.unref();
 
   // --- calls --------------------------------------------------------------------------------
-  /**
-   * Runs one call of the search service (a unary call, or one search on a SearchStream): trace span,
-   * deadline, abort wiring, error mapping, metrics and one debug log line. `work` gets the signal and
-   * returns the proto object to send. `cancel()` is the caller leaving; the outcome settles once.
-   */
-  const invoke = (
-    inv: Invocation,
-    work: (request: unknown, signal: AbortSignal, callCtx: CallContext) => Promise<object>,
-  ): { readonly cancel: () => void; readonly outcome: Promise<Outcome> } => {
-    const { method } = inv;
-    const startedAt = performance.now();
-    // The caller's trace context (W3C traceparent) is the parent of this call's span.
-    const parent = extractTraceContext({ traceparent: inv.traceparent, tracestate: inv.tracestate });
-    const { span, ctx: spanCtx } = startSpan(
-      `${SEARCH_SERVICE_NAME}/${method}`,
-      { kind: SpanKind.SERVER, attributes: { "rpc.system": "grpc", "rpc.service": SEARCH_SERVICE_NAME, "rpc.method": method } },
-      parent,
-    );
-    const callCtx: CallContext = {
-      onStage: span.isRecording() ? (stage, seconds) => stageSpan(spanCtx, `search.${stage}`, seconds, { "search.stage": stage }) : undefined,
-    };
-    const ac = new AbortController();
-    const remainingMs = inv.deadline - Date.now();
-    let deadlineTimer: NodeJS.Timeout | undefined;
-    // Once answered, a cancel changes nothing (grpc-js emits 'cancelled' when a unary stream closes,
-    // answered calls included; otherwise every call would build an Error and abort a signal).
-    let answered = false;
-    const onDeadline = (): void => ac.abort(new ReposearchError(ErrorCode.DeadlineExceeded, "deadline exceeded"));
-    if (remainingMs <= 0) onDeadline();
-    else if (remainingMs < 2 ** 31 - 1) {
-      deadlineTimer = setTimeout(onDeadline, remainingMs);
-      deadlineTimer.unref();
-    }
-    // A client cancels when its own deadline timer fires, which is usually a moment before ours (its
-    // clock started first), so a cancel that close to the deadline is the deadline.
-    const cancel = (): void => {
-      if (answered || ac.signal.aborted) return;
-      if (inv.deadline - Date.now() <= DEADLINE_SKEW_MS) onDeadline();
-      else ac.abort(new CallCancelled("call cancelled by the client"));
-    };
-    const finish = (outcome: Outcome): Outcome => {
-      answered = true;
-      if (deadlineTimer) clearTimeout(deadlineTimer);
-      const ms = performance.now() - startedAt;
-      const codeName = grpc.status[outcome.code] ?? String(outcome.code);
-      opts.metrics?.observeCall(SEARCH_SERVICE_NAME, method, codeName, ms / 1000);
-      span.setAttribute("rpc.grpc.status_code", outcome.code);
-      if (SERVER_FAULTS.has(outcome.code)) failSpan(span, codeName);
-      span.end();
-      log.debug("grpc call", { method, code: codeName, ms: Math.round(ms * 100) / 100, requestId: inv.requestId });
-      return outcome;
-    };
-    const outcome = (async (): Promise<Outcome> => {
-      try {
-        if (draining) throw new ReposearchError(ErrorCode.Unavailable, "server is shutting down");
-        if (ac.signal.aborted) throw ac.signal.reason; // arrived with its deadline already spent
-        const reply = await untilAborted(
-          context.with(spanCtx, () => work(inv.request, ac.signal, callCtx)),
-          ac.signal,
-        );
-        return finish({ code: grpc.status.OK, reply });
-      } catch (thrown) {
-        // Once aborted, the abort reason is the truth, whatever the core threw on the way out.
-        const reason: unknown = ac.signal.aborted ? ac.signal.reason : thrown;
-        if (reason instanceof CallCancelled) return finish({ code: grpc.status.CANCELLED, error: null });
-        const err = ReposearchError.from(reason);
-        if (err.code === ErrorCode.Internal) {
-          // The cause (message, stack) stays here; the caller only ever sees the generic message.
-          log.error("grpc call failed", { method, requestId: inv.requestId, err: err.cause ?? err });
-        }
-        return finish({ code: err.grpcStatus, error: err });
-      }
-    })();
-    return { cancel, outcome };
-  };
+  /** Runs one call of the search service: a unary call, or one search on a SearchStream (calls.ts). */
+  const invoke = callRunner({ system: "grpc", logger: log, logMessage: "grpc call", metrics: opts.metrics, draining: () => draining });
 
-  const unary = (
-    method: string,
-    work: (request: unknown, signal: AbortSignal, callCtx: CallContext) => Promise<object>,
-  ): grpc.handleUnaryCall<object, object> => {
+  const unary = (method: string, work: CallWork): grpc.handleUnaryCall<object, object> => {
     return (call, callback) => {
       const deadline = call.getDeadline();
       const requestIdValue = call.metadata.get("x-request-id")[0];
@@ -260,11 +134,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     };
   };
 
-  const search = async (request: unknown, signal: AbortSignal, { onStage }: CallContext): Promise<object> => {
-    const req = validateSearchRequest(requestFromProto(request));
-    if (!core.ready()) throw new ReposearchError(ErrorCode.Unavailable, "no index loaded yet");
-    return responseToProto(await core.search(req, { signal, ...(onStage ? { onStage } : {}) }));
-  };
+  const search = searchWork(core);
 
   /** Open SearchStreams: shutdown ends each one as soon as nothing is open on it. */
   const streams = new Set<{ readonly endIfIdle: () => void }>();
@@ -355,7 +225,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
   server.addService(protos.searchService, {
     Search: unary("Search", search),
     SearchStream: searchStream,
-    GetIndexStats: unary("GetIndexStats", async () => statsToProto(await core.stats())),
+    GetIndexStats: unary("GetIndexStats", statsWork(core)),
   });
   health.addToServer(server);
   new ReflectionService(protos.reflectionPackage).addToServer(server);

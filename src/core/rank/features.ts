@@ -14,8 +14,8 @@
  */
 import type { RepoPayload } from "../../dataset/record.js";
 import { nameForm } from "../../corpus/anchors.js";
-import { analyze } from "../../store/embedded/analyzer.js";
-import { LEXICAL_FIELDS } from "../../store/embedded/lexical.js";
+import { analyze } from "../../text/analyzer.js";
+import { LEXICAL_FIELDS } from "../../store/bm25f.js";
 import type { Explanation } from "../../store/types.js";
 import type { QueryUnderstanding } from "../query.js";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { seededRandom } from "../../common/random.js";
 import { DEFAULT_LAMBDAMART_PARAMS, featureImportance, ndcgAt, scoreRows, trainLambdaMart, type RankGroup } from "./lambdamart.js";
 

@@ -80,9 +80,9 @@ export function scoreRow(model: Ensemble, x: ArrayLike<number>, offset = 0): num
 /** Each feature's share of the ensemble's total split gain. */
 export function featureImportance(model: Ensemble): Float64Array {
   const imp = new Float64Array(model.featureCount);
-  for (const t of model.trees) for (let n = 0; n < t.feature.length; n++) if (t.feature[n]! >= 0) imp[t.feature[n]!] += t.gain[n]!;
+  for (const t of model.trees) for (let n = 0; n < t.feature.length; n++) if (t.feature[n]! >= 0) imp[t.feature[n]!]! += t.gain[n]!;
   const total = imp.reduce((a, b) => a + b, 0);
-  if (total > 0) for (let f = 0; f < imp.length; f++) imp[f] /= total;
+  if (total > 0) for (let f = 0; f < imp.length; f++) imp[f]! /= total;
   return imp;
 }
 
@@ -201,10 +201,10 @@ function lambdas(groups: readonly RankGroup[], scores: Float64Array, truncation:
           const rho = 1 / (1 + Math.exp(s[a]! - s[b]!));
           const l = delta * rho;
           const h = delta * rho * (1 - rho);
-          lambda[base + a] += l;
-          lambda[base + b] -= l;
-          hess[base + a] += h;
-          hess[base + b] += h;
+          lambda[base + a]! += l;
+          lambda[base + b]! -= l;
+          hess[base + a]! += h;
+          hess[base + b]! += h;
         }
       }
     }
@@ -263,9 +263,9 @@ function fitTree(b: Binned, lambda: Float64Array, hess: Float64Array, rowCount: 
       ch.fill(0, 0, nb);
       for (const r of node.rows) {
         const c = codes[r]!;
-        gh[c] += lambda[r]!;
-        hh[c] += hess[r]!;
-        ch[c]++;
+        gh[c]! += lambda[r]!;
+        hh[c]! += hess[r]!;
+        ch[c]!++;
       }
       let gl = 0;
       let hl = 0;
@@ -343,7 +343,7 @@ export function trainLambdaMart(groups: readonly RankGroup[], featureCount: numb
     // Update scores through the binned codes: a raw threshold is a bin edge, so both agree.
     let base = 0;
     for (const g of groups) {
-      for (let i = 0; i < g.labels.length; i++) scores[base + i] += scoreTreeBinned(tree, binned, base + i);
+      for (let i = 0; i < g.labels.length; i++) scores[base + i]! += scoreTreeBinned(tree, binned, base + i);
       base += g.labels.length;
     }
     opts.onTree?.(trees.length, { featureCount, trees });

@@ -37,11 +37,11 @@ export function trainLinear(groups: readonly RankGroup[], featureCount: number, 
   const sq = new Float64Array(F);
   let rows = 0;
   for (const g of groups) {
-    for (let i = 0; i < g.labels.length; i++) for (let f = 0; f < F; f++) mean[f] += g.features[i * F + f]!;
+    for (let i = 0; i < g.labels.length; i++) for (let f = 0; f < F; f++) mean[f]! += g.features[i * F + f]!;
     rows += g.labels.length;
   }
-  for (let f = 0; f < F; f++) mean[f] /= Math.max(1, rows);
-  for (const g of groups) for (let i = 0; i < g.labels.length; i++) for (let f = 0; f < F; f++) sq[f] += (g.features[i * F + f]! - mean[f]!) ** 2;
+  for (let f = 0; f < F; f++) mean[f]! /= Math.max(1, rows);
+  for (const g of groups) for (let i = 0; i < g.labels.length; i++) for (let f = 0; f < F; f++) sq[f]! += (g.features[i * F + f]! - mean[f]!) ** 2;
   const scale = Array.from(sq, (v) => Math.sqrt(v / Math.max(1, rows)) || 1);
   const z = groups.map((g) => Float64Array.from(g.features, (x, k) => (x - mean[k % F]!) / scale[k % F]!));
   const totalWeight = groups.reduce((s, g) => s + (g.weight ?? 1), 0) || 1;
@@ -64,7 +64,7 @@ export function trainLinear(groups: readonly RankGroup[], featureCount: number, 
       const n = g.labels.length;
       const Z = z[gi]!;
       const s = new Float64Array(n);
-      for (let i = 0; i < n; i++) for (let f = 0; f < F; f++) s[i] += w[f]! * Z[i * F + f]!;
+      for (let i = 0; i < n; i++) for (let f = 0; f < F; f++) s[i]! += w[f]! * Z[i * F + f]!;
       const pairs = pairCounts[gi]!;
       if (pairs === 0) return;
       const k = (g.weight ?? 1) / pairs / totalWeight;
@@ -75,13 +75,13 @@ export function trainLinear(groups: readonly RankGroup[], featureCount: number, 
         for (let b = 0; b < n; b++) {
           if (g.labels[b]! >= g.labels[a]!) continue;
           const r = 1 / (1 + Math.exp(s[a]! - s[b]!));
-          coef[a] += r;
-          coef[b] -= r;
+          coef[a]! += r;
+          coef[b]! -= r;
         }
       }
-      for (let i = 0; i < n; i++) if (coef[i] !== 0) for (let f = 0; f < F; f++) grad[f] += k * coef[i]! * Z[i * F + f]!;
+      for (let i = 0; i < n; i++) if (coef[i] !== 0) for (let f = 0; f < F; f++) grad[f]! += k * coef[i]! * Z[i * F + f]!;
     });
-    for (let f = 0; f < F; f++) w[f] += p.learningRate * grad[f]! - p.learningRate * p.l2 * w[f]!;
+    for (let f = 0; f < F; f++) w[f]! += p.learningRate * grad[f]! - p.learningRate * p.l2 * w[f]!;
   }
   return { mean: Array.from(mean), scale, weights: Array.from(w) };
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { seededRandom } from "../../common/random.js";
 import { FEATURE_COUNT, FEATURES } from "./features.js";
 import type { RankGroup } from "./lambdamart.js";

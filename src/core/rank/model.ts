@@ -130,7 +130,7 @@ export function scoreRanker(model: RankerModel, features: Float32Array, out = ne
         n = features[o + f]! <= threshold[n]! ? left[n]! : right[n]!;
         f = feature[n]!;
       }
-      out[r] += value[n]!;
+      out[r]! += value[n]!;
     }
   }
   return out;

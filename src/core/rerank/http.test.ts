@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
-import { after, before, beforeEach, describe, test } from "node:test";
+import { afterAll, beforeAll, beforeEach, describe, test } from "vitest";
 import { ConfigError, ErrorCode } from "../../common/errors.js";
 import { Logger, setLogSink } from "../../common/logger.js";
-import { startFakeService } from "../../common/tei-testkit.js";
+import { startFakeService } from "../../../test/support/tei-testkit.js";
 import { loadConfig } from "../../config/config.js";
 import { createReranker } from "./factory.js";
 import { DEFAULT_RERANK_RETRY_POLICY, HttpReranker, type HttpRerankerOptions, RerankServiceError, type RetryPolicy } from "./http.js";
@@ -83,11 +83,11 @@ describe("HttpReranker", () => {
   let tei: TeiServer;
   const logs: string[] = [];
   let restoreSink: (l: string) => void;
-  before(async () => {
+  beforeAll(async () => {
     tei = await startTei("/tei/");
     restoreSink = setLogSink((l) => logs.push(l));
   });
-  after(async () => {
+  afterAll(async () => {
     setLogSink(restoreSink);
     await tei.close();
   });
@@ -261,10 +261,10 @@ describe("runRerankStage", () => {
   const custom = new Logger({ probe: "custom-logger" });
   let restoreSink: (l: string) => void;
   const logs: string[] = [];
-  before(() => {
+  beforeAll(() => {
     restoreSink = setLogSink((l) => logs.push(l));
   });
-  after(() => setLogSink(restoreSink));
+  afterAll(() => setLogSink(restoreSink));
 
   /** A reranker whose score() is the given function. */
   const fake = (score: Reranker["score"]): Reranker => ({ id: "fake:1", score, close: async () => {} });

@@ -4,7 +4,7 @@
  * across all its fields at once (BM25F scores terms independently), and a repository name spelled
  * out in the query. It keeps the first-stage order as a prior: candidates arrive best first.
  */
-import { analyze } from "../../store/embedded/analyzer.js";
+import { analyze } from "../../text/analyzer.js";
 import type { RerankCandidate, Reranker } from "./types.js";
 
 export interface LocalRerankWeights {

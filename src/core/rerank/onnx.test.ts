@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { after, describe, test } from "node:test";
+import { afterAll, describe, test } from "vitest";
 import { ConfigError, ReposearchError } from "../../common/errors.js";
-import { attrInt, bytes, modelProto, msg, node, referenceTokenizer, TempModelDirs, tensor, TYPE_FLOAT, TYPE_INT64, valueInfo, VOCAB } from "../../common/onnx-testkit.js";
+import { attrInt, bytes, modelProto, msg, node, referenceTokenizer, TempModelDirs, tensor, TYPE_FLOAT, TYPE_INT64, valueInfo, VOCAB } from "../../../test/support/onnx-testkit.js";
 import { createReranker } from "./factory.js";
 import { OnnxCrossEncoder } from "./onnx.js";
 import { runRerankStage, type RerankCandidate } from "./types.js";
@@ -70,7 +70,7 @@ function encodeModel(opts: ModelOptions = {}): Uint8Array {
 }
 
 const dirs = new TempModelDirs("reposearch-rerank-onnx-");
-after(() => dirs.remove());
+afterAll(() => dirs.remove());
 
 /** Writes a model directory: the model and the real tokenizer files. */
 function modelDir(opts: ModelOptions & { name?: string; config?: Record<string, unknown> } = {}): string {

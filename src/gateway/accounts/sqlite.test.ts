@@ -3,11 +3,12 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { test } from "node:test";
+import { onTestFinished, test } from "vitest";
 import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { loadConfig } from "../../config/config.js";
-import { accountStoreContract } from "./contract.js";
+import { compiledModuleUrl } from "../../common/compiled-url.js";
+import { accountStoreContract } from "../../../test/support/account-store-contract.js";
 import { openAccountStore } from "./index.js";
 import { SqliteAccountStore } from "./sqlite.js";
 import { MICROS_PER_USD } from "./types.js";
@@ -41,9 +42,9 @@ accountStoreContract("sqlite", async () => {
   };
 });
 
-test("sqlite: WAL mode, busy timeout and migrations in schema_migrations", async (t) => {
+test("sqlite: WAL mode, busy timeout and migrations in schema_migrations", async () => {
   const { dir, file } = await tempFile();
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
   const store = SqliteAccountStore.open(file);
   const second = SqliteAccountStore.open(file);
   const raw = new Database(file, { readonly: true });
@@ -59,18 +60,20 @@ test("sqlite: WAL mode, busy timeout and migrations in schema_migrations", async
   }
 });
 
-test("sqlite group commit: the debits of one turn commit together, each with its own outcome", async (t) => {
+test("sqlite group commit: the debits of one turn commit together, each with its own outcome", async () => {
   const { dir, file } = await tempFile();
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
   const store = SqliteAccountStore.open(file);
-  t.after(() => store.close());
+  onTestFinished(() => store.close());
   const rich = await store.createAccount("rich");
   const poor = await store.createAccount("poor");
   await store.topup("rich", 5 * MICROS_PER_USD);
   await store.topup("poor", 5 * MICROS_PER_USD);
   await store.debit(poor.id, 5 * MICROS_PER_USD - 1_500, "poor-0"); // leaves 1,500 micros: one more search
   const raw = new Database(file);
-  t.after(() => raw.close());
+  onTestFinished(() => {
+    raw.close();
+  });
   // WAL frames written since the last truncation: one commit writes each page it changed once.
   const walFrames = () => (raw.pragma("wal_checkpoint(PASSIVE)") as { log: number }[])[0]!.log;
   const truncateWal = () => raw.pragma("wal_checkpoint(TRUNCATE)");
@@ -104,15 +107,17 @@ test("sqlite group commit: the debits of one turn commit together, each with its
   assert.equal(raw.prepare("SELECT COUNT(*) FROM ledger WHERE kind = 'debit'").pluck().get(), 5);
 });
 
-test("sqlite group commit: a batch whose transaction cannot start fails whole, and charges nothing", async (t) => {
+test("sqlite group commit: a batch whose transaction cannot start fails whole, and charges nothing", async () => {
   const { dir, file } = await tempFile();
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
   const store = SqliteAccountStore.open(file, { busyTimeoutMs: 50 });
-  t.after(() => store.close());
+  onTestFinished(() => store.close());
   const a = await store.createAccount("a");
   await store.topup("a", 5 * MICROS_PER_USD);
   const locker = new Database(file);
-  t.after(() => locker.close());
+  onTestFinished(() => {
+    locker.close();
+  });
   locker.exec("BEGIN IMMEDIATE");
   const outcomes = await Promise.allSettled([store.debit(a.id, 1_000, "x-1"), store.debit(a.id, 1_000, "x-2")]);
   locker.exec("ROLLBACK");
@@ -122,9 +127,9 @@ test("sqlite group commit: a batch whose transaction cannot start fails whole, a
   assert.deepEqual(await store.debit(a.id, 1_000, "x-1"), { ok: true, balanceMicros: 5 * MICROS_PER_USD - 1_000 });
 });
 
-test("openAccountStore(config) opens SQLite at LEDGER path, creating its directory", async (t) => {
+test("openAccountStore(config) opens SQLite at LEDGER path, creating its directory", async () => {
   const { dir } = await tempFile();
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
   const config = loadConfig({ DATA_DIR: path.join(dir, "nested", "data") });
   const store = await openAccountStore(config);
   try {
@@ -164,16 +169,17 @@ import(workerData.moduleUrl).then(async ({ SqliteAccountStore }) => {
 });
 `;
 
-test("sqlite concurrency across worker threads: exactly 5,000 of 5,400 debits succeed; shared request ids charge once", async (t) => {
+test("sqlite concurrency across worker threads: exactly 5,000 of 5,400 debits succeed; shared request ids charge once", async () => {
   const { dir, file } = await tempFile();
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
   const store = SqliteAccountStore.open(file);
   try {
     const a = await store.createAccount("race");
     const b = await store.createAccount("shared");
     await store.topup(a.name, 5 * MICROS_PER_USD);
     await store.topup(b.name, 5 * MICROS_PER_USD);
-    const moduleUrl = new URL("./sqlite.js", import.meta.url).href;
+    // Worker threads load JavaScript: the compiled module from dist/ (built by `npm test`).
+    const moduleUrl = compiledModuleUrl("./sqlite.js", import.meta.url).href;
     const workers = 3;
     const results = await Promise.all(
       Array.from(

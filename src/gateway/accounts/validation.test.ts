@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { formatUsd, parseUsdToMicros, validateScopes, validateTopupMicros } from "./validation.js";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { Bitset, popcount32 } from "./bitset.js";
-import { seededRandom } from "./engine-synthetic.js";
+import { seededRandom } from "../../../test/support/engine-synthetic.js";
 
 function randomSet(size: number, density: number, rnd: () => number): Set<number> {
   const s = new Set<number>();

@@ -1,9 +1,9 @@
-/** The VectorStore contract (../contract.ts) against the embedded store, in process. */
+/** The VectorStore contract (test/support/store-contract.ts) against the embedded store, in process. */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setLogLevel } from "../../common/logger.js";
-import { storeContract } from "../contract.js";
+import { storeContract } from "../../../test/support/store-contract.js";
 import { EmbeddedStore } from "./store.js";
 
 setLogLevel("warn");

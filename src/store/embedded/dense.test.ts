@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { pointIdFor } from "../../common/hash.js";
 import type { RepoPayload } from "../../dataset/record.js";
@@ -23,8 +23,8 @@ import {
   type DenseData,
 } from "./dense.js";
 import { quantizeInt8Bounded } from "./engine-vec.js";
-import { clusteredVectors, seededRandom } from "./engine-synthetic.js";
-import { randomFilter, randomPayloads, referenceMatches } from "./filter-testkit.js";
+import { clusteredVectors, seededRandom } from "../../../test/support/engine-synthetic.js";
+import { randomFilter, randomPayloads, referenceMatches } from "../../../test/support/filter-testkit.js";
 import { HnswGraph } from "./hnsw.js";
 import { PayloadIndex } from "./payload-index.js";
 import { buildSubgraphs, deserializeSubgraphs, materializeSubgraphs, serializeSubgraphs, SUBGRAPH_FIELDS } from "./subgraphs.js";

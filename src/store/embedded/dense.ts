@@ -19,7 +19,6 @@ import { MinHeap } from "./engine-heap.js";
 import { dot, dotInt8, quantizeInt8Bounded, quantizeQuery, type BoundedInt8Rows } from "./engine-vec.js";
 import { Int8Scanner, queryCodeMax } from "./int8-kernel.js";
 import type { HnswGraph } from "./hnsw.js";
-import type { SubgraphData, SubgraphField } from "./subgraphs.js";
 import { bestFirst, type Hit } from "./types.js";
 
 export interface DenseData {
@@ -394,4 +393,21 @@ function searchCover(data: DenseData, cover: Cover, query: Float32Array, allow: 
   }
   hits.sort(bestFirst);
   return hits.slice(0, opts.k);
+}
+
+/** One subgraph as the dense planner searches it: its own vectors (DenseData) and its rows as a bitset. */
+export interface SubgraphData {
+  readonly field: string;
+  readonly value: string;
+  /** Segment rows of the subgraph's local rows. */
+  readonly rows: Int32Array;
+  readonly rowSet: Bitset;
+  readonly data: DenseData;
+}
+
+/** The subgraphs of one field, and the union of their rows. */
+export interface SubgraphField {
+  readonly field: string;
+  readonly union: Bitset;
+  readonly subs: readonly SubgraphData[];
 }

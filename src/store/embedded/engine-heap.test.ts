@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import { seededRandom } from "../../common/random.js";
 import { MinHeap } from "./engine-heap.js";
 

@@ -5,6 +5,7 @@
  * so plain typed-array writes on either side are visible after each handshake.
  */
 import { Worker } from "node:worker_threads";
+import { compiledModuleUrl } from "../../common/compiled-url.js";
 import { logger } from "../../common/logger.js";
 import type { BuildState, InsertPlanner } from "./engine-hnsw-build.js";
 
@@ -40,7 +41,7 @@ export class PlanPool {
     try {
       for (let index = 1; index < threads; index++) {
         const init: WorkerInit = { state, ctrl, index, threads };
-        const w = new Worker(new URL("./engine-hnsw-worker.js", import.meta.url), { workerData: init });
+        const w = new Worker(compiledModuleUrl("./engine-hnsw-worker.js", import.meta.url), { workerData: init });
         w.unref();
         w.on("error", (err) => log.warn("HNSW build worker failed", { err }));
         workers.push(w);

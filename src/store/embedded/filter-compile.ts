@@ -5,6 +5,9 @@
  */
 import { ErrorCode, ReposearchError, type ErrorDetail } from "../../common/errors.js";
 import { parseDatetimeMs } from "./filter-datetime.js";
+import { normalizePointId } from "../filter.js";
+
+export { normalizePointId };
 
 /** A list of match operands, typed the way Qdrant's AnyVariants is (keywords or integers). */
 export interface CList {
@@ -69,13 +72,6 @@ export function compileFilter(filter: unknown, path = "filter"): CFilter {
 /** True when the compiled filter cannot exclude any row. */
 export function isUnconstrained(f: CFilter): boolean {
   return f.should.length === 0 && f.mustNot.length === 0 && f.must.every((c) => c.kind === "filter" && isUnconstrained(c));
-}
-
-/** Qdrant accepts point ids as UUIDs in any of their spellings; compare them in one canonical form. */
-export function normalizePointId(id: string): string {
-  const hex = id.replace(/^urn:uuid:/i, "").replace(/^\{(.*)\}$/, "$1");
-  const m = /^([0-9a-f]{8})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{12})$/i.exec(hex);
-  return m === null ? id : `${m[1]}-${m[2]}-${m[3]}-${m[4]}-${m[5]}`.toLowerCase();
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

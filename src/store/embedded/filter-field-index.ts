@@ -11,7 +11,9 @@ import { Bitset } from "./bitset.js";
 import { parseDatetimeMs } from "./filter-datetime.js";
 import type { CField, CList, CMatch, CRange } from "./filter-compile.js";
 
-export type FieldIndexType = "keyword" | "integer" | "datetime" | "bool";
+import type { FieldIndexType } from "../filter.js";
+
+export type { FieldIndexType };
 
 export interface FieldIndex {
   readonly type: FieldIndexType;

@@ -3,17 +3,17 @@ import { spawnSync } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { ReposearchError } from "../../common/errors.js";
 import { Logger } from "../../common/logger.js";
 import { FileLock, isPidAlive, writeFileAtomic, writeFileDurable } from "./fsutil.js";
 
 const quiet = new Logger();
 let dir: string;
-before(async () => {
+beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "rs-fsutil-"));
 });
-after(async () => {
+afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { Bitset } from "./bitset.js";
-import { clusteredVectors, seededRandom } from "./engine-synthetic.js";
+import { clusteredVectors, seededRandom } from "../../../test/support/engine-synthetic.js";
 import { HnswGraph } from "./hnsw.js";
 import type { Hit } from "./types.js";
 

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import path from "node:path";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { pathToFileURL } from "node:url";
 import { projectRoot } from "../../config/config.js";
 import { dotInt8 } from "./engine-vec.js";
-import { seededRandom } from "./engine-synthetic.js";
+import { seededRandom } from "../../../test/support/engine-synthetic.js";
 import { INT8_KERNEL_WASM_BASE64, Int8Scanner, int8KernelAvailable } from "./int8-kernel.js";
 
 describe("int8 SIMD kernel", () => {

@@ -1,4 +1,4 @@
-import { test } from "node:test";
+import { test } from "vitest";
 import assert from "node:assert/strict";
 import { Bitset } from "./bitset.js";
 import { DEFAULT_LEXICAL_PARAMS, LEXICAL_FORMAT_VERSION, LexicalIndex, type LexicalDoc, type LexicalParams } from "./lexical.js";

@@ -20,26 +20,12 @@ import type { RepoPayload } from "../../dataset/record.js";
 import type { Bitset } from "./bitset.js";
 import { MinHeap } from "./engine-heap.js";
 import type { Hit } from "./types.js";
-import { analyze, stripMarkup } from "./analyzer.js";
+import { DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, lexicalDocOf, type FieldParams, type LexicalDoc, type LexicalField, type LexicalParams } from "../bm25f.js";
+import { analyze } from "../../text/analyzer.js";
 
-export interface LexicalDoc {
-  readonly name: string;
-  readonly description: string | null;
-  readonly topics: readonly string[];
-  readonly readme: string | null;
-  /** Other `owner/repo` names of the project: an old name finds it. */
-  readonly aliases?: readonly string[];
-  readonly anchor?: string | null;
-}
+// Re-exported for the embedded store's own modules and tests.
+export { DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, lexicalDocOf, type LexicalDoc, type LexicalField, type LexicalParams };
 
-/** The lexical document of a stored payload. */
-export function lexicalDocOf(p: RepoPayload): LexicalDoc {
-  return { name: p.name, description: p.description, topics: p.topics, readme: p.readme, aliases: p.aliases, anchor: p.anchor };
-}
-
-/** Index fields; `name` ("owner/repo") is split so owner and repo name get their own weight and length norm. */
-export const LEXICAL_FIELDS = ["owner", "repo", "description", "topics", "readme", "anchor"] as const;
-export type LexicalField = (typeof LEXICAL_FIELDS)[number];
 const F = LEXICAL_FIELDS.length;
 
 /** LexicalIndex.explain's answer. */
@@ -53,40 +39,7 @@ export interface LexicalExplanation {
   readonly docCount: number;
 }
 
-export interface FieldParams {
-  /** Multiplies the field's term frequency (≥ 0; 0 ignores the field). */
-  readonly weight: number;
-  /** Length normalisation in [0, 1]. */
-  readonly b: number;
-}
-
-export interface LexicalParams {
-  /** Term-frequency saturation (≥ 0). */
-  readonly k1: number;
-  readonly fields: Readonly<Record<LexicalField, FieldParams>>;
-}
-
-/**
- * Tuned on the dev queries (long natural-language agent queries against short fields): a low k1
- * (0.2–0.4 is a plateau) rewards matching many distinct query terms over repeating one; the name
- * parts weigh double; README excerpts exist for 5% of repositories only and weigh little, or they
- * crowd out better-described repositories.
- */
-export const DEFAULT_LEXICAL_PARAMS: LexicalParams = Object.freeze({
-  k1: 0.3,
-  fields: Object.freeze({
-    owner: Object.freeze({ weight: 2.0, b: 0.5 }),
-    repo: Object.freeze({ weight: 2.0, b: 0.5 }),
-    description: Object.freeze({ weight: 1.0, b: 0.75 }),
-    topics: Object.freeze({ weight: 1.0, b: 0.5 }),
-    readme: Object.freeze({ weight: 0.1, b: 0.75 }),
-    anchor: Object.freeze({ weight: 0.5, b: 0.3 }),
-  }),
-});
-
 const MAGIC = [0x52, 0x53, 0x4c, 0x58]; // "RSLX"
-/** Bump whenever the layout or the analyzer's output changes: old files must be rebuilt. */
-export const LEXICAL_FORMAT_VERSION = 2;
 const HEADER_BYTES = 256;
 // The header holds counts (32 bytes), k1 and a weight and b per field (8 bytes each).
 if (32 + 8 + 16 * LEXICAL_FIELDS.length > HEADER_BYTES) throw new Error("lexical index: the header cannot hold every field's parameters");
@@ -179,7 +132,7 @@ export class LexicalIndex {
         const x = impacts[q]!;
         if (x === 0) continue; // only fields weighted 0
         if (acc[d] === 0) touched[nt++] = d;
-        acc[d] += w * x;
+        acc[d]! += w * x;
       }
     }
     return this.topK(k, nt, also, alsoK);
@@ -227,14 +180,14 @@ export class LexicalIndex {
           }
         }
         if (lo >= end || docs[lo] !== d) continue;
-        coverage[i] += idf;
+        coverage[i]! += idf;
         for (let f = 0; f < F; f++) {
           const tf = tfs[lo * F + f]!;
-          if (tf > 0) fields[i * F + f] += fieldTermScore(idf, count, tf, lens[d * F + f]!, this.avgLength[f]!, b[f]!, k1);
+          if (tf > 0) fields[i * F + f]! += fieldTermScore(idf, count, tf, lens[d * F + f]!, this.avgLength[f]!, b[f]!, k1);
         }
       }
     }
-    if (idfSum > 0) for (let i = 0; i < n; i++) coverage[i] /= idfSum;
+    if (idfSum > 0) for (let i = 0; i < n; i++) coverage[i]! /= idfSum;
     return { fields, coverage, terms, docCount: this.docCount };
   }
 
@@ -367,16 +320,6 @@ function validateParams(params: LexicalParams): void {
   if (problems.length > 0) throw new RangeError(`invalid lexical params: ${problems.join("; ")}`);
 }
 
-/**
- * One term's BM25 score in one field, the field scored on its own (LexicalIndex.explain, and the Qdrant
- * store's explain from payload text): idf · qtf · s(tf~), tf~ = tf / (1 − b + b · len / avg),
- * s(x) = x(k1 + 1) / (k1 + x).
- */
-export function fieldTermScore(idf: number, qtf: number, tf: number, len: number, avg: number, b: number, k1: number): number {
-  const norm = tf / (1 - b + (b * len) / avg);
-  return qtf * idf * ((norm * (k1 + 1)) / (k1 + norm));
-}
-
 /** Average length of each field over the documents where it is non-empty (1 for a field never filled). */
 function fieldAverages(p: Parts): Float64Array {
   const { lens, docCount: n } = p;
@@ -386,8 +329,8 @@ function fieldAverages(p: Parts): Float64Array {
     for (let f = 0; f < F; f++) {
       const len = lens[d * F + f]!;
       if (len > 0) {
-        sum[f] += len;
-        nonEmpty[f]++;
+        sum[f]! += len;
+        nonEmpty[f]!++;
       }
     }
   }
@@ -417,50 +360,6 @@ function postingImpacts(p: Parts, params: LexicalParams, avg: Float64Array): Flo
     impacts[q] = tf > 0 ? (tf * (k1 + 1)) / (k1 + tf) : 0;
   }
   return impacts;
-}
-
-/**
- * Analysed tokens of one field of a document (by name or index in LEXICAL_FIELDS). The Qdrant
- * store's sparse vectors use it too, so both stores see the same terms.
- */
-export function fieldTokens(doc: LexicalDoc, field: LexicalField | number): string[] {
-  const name = typeof doc.name === "string" ? doc.name : "";
-  switch (typeof field === "number" ? LEXICAL_FIELDS[field] : field) {
-    case "owner":
-    case "repo": {
-      // The project's own name, then its aliases' (an alias's repo part only when it differs).
-      const part = (n: string, owner: boolean) => {
-        const i = n.indexOf("/");
-        return owner ? (i < 0 ? "" : n.slice(0, i)) : i < 0 ? n : n.slice(i + 1);
-      };
-      const owner = (typeof field === "number" ? LEXICAL_FIELDS[field] : field) === "owner";
-      const own = part(name, owner);
-      const out = own ? analyze(own) : [];
-      const seen = new Set([own.toLowerCase()]);
-      for (const alias of doc.aliases ?? []) {
-        const p = part(alias, owner);
-        if (p && !seen.has(p.toLowerCase())) {
-          seen.add(p.toLowerCase());
-          out.push(...analyze(p));
-        }
-      }
-      return out;
-    }
-    case "description":
-      return doc.description ? analyze(stripMarkup(doc.description)) : [];
-    case "topics": {
-      const out: string[] = [];
-      // One topic at a time, so joined forms never span two topics.
-      for (const topic of doc.topics ?? []) for (const t of analyze(topic)) out.push(t);
-      return out;
-    }
-    case "readme":
-      return doc.readme ? analyze(stripMarkup(doc.readme)) : [];
-    case "anchor":
-      return doc.anchor ? analyze(doc.anchor) : [];
-    default:
-      return [];
-  }
 }
 
 function buildParts(docs: readonly LexicalDoc[]): Parts {

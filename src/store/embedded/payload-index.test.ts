@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { pointIdFor } from "../../common/hash.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Filter } from "../filter.js";
-import { seededRandom } from "./engine-synthetic.js";
+import { seededRandom } from "../../../test/support/engine-synthetic.js";
 import { parseDatetimeMs } from "./filter-datetime.js";
-import { randomFilter, randomPayloads, referenceMatches } from "./filter-testkit.js";
+import { randomFilter, randomPayloads, referenceMatches } from "../../../test/support/filter-testkit.js";
 import { FILTER_CACHE_ENTRIES, INDEXED_FIELDS, PayloadIndex } from "./payload-index.js";
 
 type Row = Record<string, unknown>;

@@ -10,19 +10,10 @@ import { Bitset } from "./bitset.js";
 import { compileFilter, isUnconstrained, normalizePointId, type CField, type CFilter, type CNode } from "./filter-compile.js";
 import { fieldMatches, isEmptyValues, isNullValues, valuesAt } from "./filter-eval.js";
 import { BoolIndex, DatetimeIndex, KeywordIndex, NumberIndex, type FieldIndex, type FieldIndexType } from "./filter-field-index.js";
+import { INDEXED_FIELDS } from "../filter.js";
 
 /** The indexed payload fields and their index types (mirrors the Qdrant payload schema). */
-export const INDEXED_FIELDS: Readonly<Record<string, FieldIndexType>> = {
-  key: "keyword",
-  aliasKeys: "keyword",
-  languageLc: "keyword",
-  topics: "keyword",
-  category: "keyword",
-  stars: "integer",
-  forks: "integer",
-  pushedAt: "datetime",
-  isArchived: "bool",
-};
+export { INDEXED_FIELDS };
 
 const builders: Record<FieldIndexType, (payloads: readonly unknown[], key: string) => FieldIndex | null> = {
   keyword: KeywordIndex.build,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 import type { Category, RepoPayload } from "../../dataset/record.js";
 import { PackedRankColumns } from "./rank-columns.js";
 

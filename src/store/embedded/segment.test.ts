@@ -4,7 +4,7 @@ import { isAscii } from "node:buffer";
 import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { pointIdFor } from "../../common/hash.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Point } from "../types.js";
@@ -46,10 +46,10 @@ const freshDir = async (): Promise<string> => {
   await mkdir(d);
   return d;
 };
-before(async () => {
+beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "rs-segment-"));
 });
-after(async () => {
+afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
@@ -137,7 +137,7 @@ describe("Segment", () => {
         return true;
       });
 
-    before(async () => {
+    beforeAll(async () => {
       good = await freshDir();
       await Segment.build(points(50), params).writeTo(good);
     });
@@ -151,7 +151,7 @@ describe("Segment", () => {
       const dir = await damaged(async (d) => {
         const f = path.join(d, "payloads.json");
         const b = await readFile(f);
-        b[b.length >> 1] ^= 0x01;
+        b[b.length >> 1]! ^= 0x01;
         await writeFile(f, b);
       });
       await rejectsWith(dir, /payloads\.json checksum mismatch/);

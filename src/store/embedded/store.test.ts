@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { ReposearchError } from "../../common/errors.js";
 import { pointIdFor } from "../../common/hash.js";
 import { Logger, setLogSink, type LogSink } from "../../common/logger.js";
@@ -38,11 +38,11 @@ let root: string;
 let n = 0;
 let prevSink: LogSink;
 const logs: string[] = [];
-before(async () => {
+beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "rs-store-"));
   prevSink = setLogSink((line) => logs.push(line));
 });
-after(async () => {
+afterAll(async () => {
   setLogSink(prevSink);
   await rm(root, { recursive: true, force: true });
 });

@@ -44,6 +44,7 @@ const DEFAULT_LOCK_POLL_MS = 250;
 const MIN_WATCH_INTERVAL_MS = 10;
 
 export class EmbeddedStore implements VectorStore {
+  readonly local = true;
   readonly dir: IndexDir;
   private readonly log: Logger;
   private readonly hnsw: HnswParams;

@@ -15,7 +15,9 @@
  */
 import type { RepoPayload } from "../../dataset/record.js";
 import { Bitset } from "./bitset.js";
-import { prepareDense, type DenseData } from "./dense.js";
+import { prepareDense, type DenseData, type SubgraphData, type SubgraphField } from "./dense.js";
+
+export type { SubgraphData, SubgraphField };
 import { HnswGraph, type HnswParams } from "./hnsw.js";
 
 /** Keyword fields that get subgraphs: those whose filters are correlated with the embedding. */
@@ -157,23 +159,6 @@ export function deserializeSubgraphs(bytes: Uint8Array, segmentCount: number, di
 
 function align4(n: number): number {
   return (n + 3) & ~3;
-}
-
-/** One subgraph as the dense planner searches it: its own vectors (DenseData) and its rows as a bitset. */
-export interface SubgraphData {
-  readonly field: string;
-  readonly value: string;
-  /** Segment rows of the subgraph's local rows. */
-  readonly rows: Int32Array;
-  readonly rowSet: Bitset;
-  readonly data: DenseData;
-}
-
-/** The subgraphs of one field, and the union of their rows. */
-export interface SubgraphField {
-  readonly field: string;
-  readonly union: Bitset;
-  readonly subs: readonly SubgraphData[];
 }
 
 /**

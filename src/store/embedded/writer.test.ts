@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { pointIdFor } from "../../common/hash.js";
 import { Logger, setLogSink, type LogSink } from "../../common/logger.js";
 import type { RepoPayload } from "../../dataset/record.js";
@@ -36,11 +36,11 @@ let root: string;
 let n = 0;
 let prevSink: LogSink;
 const logs: string[] = [];
-before(async () => {
+beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), "rs-writer-"));
   prevSink = setLogSink((line) => logs.push(line));
 });
-after(async () => {
+afterAll(async () => {
   setLogSink(prevSink);
   await rm(root, { recursive: true, force: true });
 });
@@ -70,7 +70,7 @@ describe("checkpoint chunks", () => {
     assert.match(decodeChunk(buf.subarray(0, buf.length - 5)) as string, /truncated/);
     assert.match(decodeChunk(buf.subarray(0, 10)) as string, /truncated header/);
     const bad = Buffer.from(buf);
-    bad[bad.length - 1] ^= 0xff;
+    bad[bad.length - 1]! ^= 0xff;
     assert.equal(decodeChunk(bad), "checksum mismatch");
   });
 });

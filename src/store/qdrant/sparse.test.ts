@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { describe, it } from "vitest";
 import { fnv1a32 } from "../../common/hash.js";
 import { seededRandom } from "../../common/random.js";
-import { analyze } from "../embedded/analyzer.js";
+import { analyze } from "../../text/analyzer.js";
 import { DEFAULT_LEXICAL_PARAMS, LEXICAL_FIELDS, LexicalIndex, type LexicalDoc, type LexicalField } from "../embedded/lexical.js";
 import {
   DEFAULT_SPARSE_LEXICAL_PARAMS,

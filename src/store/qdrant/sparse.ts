@@ -15,8 +15,8 @@
  */
 import { fnv1a32 } from "../../common/hash.js";
 import type { RepoPayload } from "../../dataset/record.js";
-import { analyze } from "../embedded/analyzer.js";
-import { DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../embedded/lexical.js";
+import { analyze } from "../../text/analyzer.js";
+import { DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../bm25f.js";
 import type { Explanation } from "../types.js";
 
 export interface SparseVector {
@@ -134,10 +134,10 @@ export function explainDocs(
         const n = tf.get(term);
         if (n === undefined) continue;
         found.add(term);
-        fields[i * F + f] += fieldTermScore(idf, qtf.get(term)!, n, len, params.avgLength[field], params.fields[field].b, params.k1);
+        fields[i * F + f]! += fieldTermScore(idf, qtf.get(term)!, n, len, params.avgLength[field], params.fields[field].b, params.k1);
       }
     });
-    if (idfSum > 0) for (const t of terms) if (found.has(t.term)) coverage[i] += t.idf / idfSum;
+    if (idfSum > 0) for (const t of terms) if (found.has(t.term)) coverage[i]! += t.idf / idfSum;
   });
   return { fields, coverage, terms };
 }

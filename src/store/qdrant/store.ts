@@ -8,14 +8,12 @@ import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { logger as rootLogger, type Logger } from "../../common/logger.js";
 import type { Config } from "../../config/config.js";
 import type { RepoPayload } from "../../dataset/record.js";
-import { normalizePointId } from "../embedded/filter-compile.js";
 import type { Filter } from "../filter.js";
 import { appendPopular, checkPopular, withCondition, type CommitResult, type DenseQuery, type Explanation, type ExplainQuery, type LexicalQuery, type Point, type PointId, type ScoredPoint, type StoreInfo, type StoreWriter, type VectorStore } from "../types.js";
-import { lexicalDocOf } from "../embedded/lexical.js";
-import { analyze } from "../embedded/analyzer.js";
+import { lexicalDocOf } from "../bm25f.js";
+import { analyze } from "../../text/analyzer.js";
 import { explainDocs, lexicalDocVector, lexicalQueryVector, lexicalTerms, SPARSE_LEXICAL_FORMAT } from "./sparse.js";
-import type { FieldIndexType } from "../embedded/filter-field-index.js";
-import { INDEXED_FIELDS } from "../embedded/payload-index.js";
+import { INDEXED_FIELDS, normalizePointId, type FieldIndexType } from "../filter.js";
 
 export type QdrantQuantization = "none" | "int8";
 
@@ -91,6 +89,9 @@ const formatLabel = (n: number): string => `v${String(n).padStart(6, "0")}`;
 type ValidatedOptions = Required<Omit<QdrantStoreOptions, "logger" | "apiKey">> & { readonly apiKey: string | null };
 
 export class QdrantStore implements VectorStore {
+  readonly local = false;
+  /** Nothing to follow: every call reads the collection's current version. */
+  watch(): void {}
   readonly collection: string;
   readonly metaCollection: string;
   private readonly client: QdrantClient;

@@ -1,13 +1,13 @@
 /**
- * The behaviour every AccountStore backend must share, as one node:test suite. Backend test files
+ * The behaviour every AccountStore backend must share, as one vitest suite. Backend test files
  * call {@link accountStoreContract} with a harness; nothing here is used at run time.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { after, before, describe, test } from "node:test";
-import { ErrorCode, ReposearchError } from "../../common/errors.js";
-import { generateKey, parseKey } from "./keys.js";
-import { MICROS_PER_USD, SCOPE_SEARCH, SEARCH_PRICE_MICROS, type AccountStore, type DebitOutcome } from "./types.js";
+import { afterAll, beforeAll, describe, test } from "vitest";
+import { ErrorCode, ReposearchError } from "../../src/common/errors.js";
+import { generateKey, parseKey } from "../../src/gateway/accounts/keys.js";
+import { MICROS_PER_USD, SCOPE_SEARCH, SEARCH_PRICE_MICROS, type AccountStore, type DebitOutcome } from "../../src/gateway/accounts/types.js";
 
 export interface ContractHarness {
   /** Opens a new store instance on the shared database, with its own connection(s). */
@@ -53,12 +53,12 @@ export function accountStoreContract(backend: string, setup: () => Promise<Contr
       return account;
     };
 
-    before(async () => {
+    beforeAll(async () => {
       h = await setup();
       store = await openExtra();
     });
 
-    after(async () => {
+    afterAll(async () => {
       for (const s of opened) await s.close();
       await h.cleanup();
     });

@@ -5,17 +5,17 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
-import { after, test } from "node:test";
-import { ErrorCode, ReposearchError } from "../common/errors.js";
-import { Logger, setLogSink } from "../common/logger.js";
-import { createLimiter, type Limiter, type LimiterConfig } from "./limiter.js";
+import { afterAll, test } from "vitest";
+import { ErrorCode, ReposearchError } from "../src/common/errors.js";
+import { Logger, setLogSink } from "../src/common/logger.js";
+import { createLimiter, type Limiter, type LimiterConfig } from "../src/gateway/limiter.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const logLines: string[] = [];
 const restoreSink = setLogSink((line) => logLines.push(line));
 const logger = new Logger({ test: "limiter" });
 const opened: Limiter[] = [];
-after(async () => {
+afterAll(async () => {
   await Promise.all(opened.map((l) => l.close()));
   setLogSink(restoreSink);
 });
@@ -94,8 +94,8 @@ test("redis: ip and account scopes are separate counters with their own limits",
   const acct = await Promise.all([1, 2, 3, 4].map(() => l.consumeAccount("k")));
   assert.equal(ip.filter((d) => d.allowed).length, 2);
   assert.equal(acct.filter((d) => d.allowed).length, 3);
-  assert.equal(ip[0].limit, 2);
-  assert.equal(acct[0].limit, 3);
+  assert.equal(ip[0]!.limit, 2);
+  assert.equal(acct[0]!.limit, 3);
 });
 
 test("redis: cacheHealth reports up with a latency", async () => {

@@ -1,19 +1,20 @@
 /**
- * The one behavioural contract of a VectorStore, as node:test tests. Every implementation registers it
- * with a factory of fresh, empty stores: the embedded store (embedded/contract.test.ts), QdrantStore over
+ * The one behavioural contract of a VectorStore, as vitest tests. Every implementation registers it
+ * with a factory of fresh, empty stores: the embedded store (src/store/embedded/contract.test.ts), QdrantStore over
  * `store serve` (test/store-serve.test.ts) and QdrantStore over a real Qdrant (test/store-qdrant.test.ts).
- * Expected answers come from brute force and from the independent filter oracle (embedded/filter-testkit.ts),
+ * Expected answers come from brute force and from the independent filter oracle (filter-testkit.ts),
  * never from another store.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { ErrorCode, ReposearchError } from "../common/errors.js";
-import { pointIdFor } from "../common/hash.js";
-import { seededRandom } from "../common/random.js";
-import { CATEGORIES, type RepoPayload } from "../dataset/record.js";
-import { referenceMatches } from "./embedded/filter-testkit.js";
-import type { Filter } from "./filter.js";
-import type { Point, ScoredPoint, VectorStore } from "./types.js";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { ErrorCode, ReposearchError } from "../../src/common/errors.js";
+import { pointIdFor } from "../../src/common/hash.js";
+import { seededRandom } from "../../src/common/random.js";
+import { CATEGORIES, type RepoPayload } from "../../src/dataset/record.js";
+import { referenceMatches } from "./filter-testkit.js";
+import { skipReason } from "./skip.js";
+import type { Filter } from "../../src/store/filter.js";
+import type { Point, ScoredPoint, VectorStore } from "../../src/store/types.js";
 
 export interface ContractStore {
   readonly store: VectorStore;
@@ -144,7 +145,7 @@ export const CONTRACT_FILTERS: readonly [string, Filter][] = [
 ];
 
 export function storeContract(name: string, fresh: () => Promise<ContractStore>, opts: ContractOptions): void {
-  describe(`VectorStore contract: ${name}`, { skip: opts.skip ?? false }, () => {
+  describe.skipIf(skipReason(opts.skip, `VectorStore contract: ${name}`))(`VectorStore contract: ${name}`, () => {
     // Read-only tests share one populated store; tests that write get their own.
     let shared: ContractStore | null = null;
     let firstVersion: string | null = null;
@@ -155,11 +156,11 @@ export function storeContract(name: string, fresh: () => Promise<ContractStore>,
       return s;
     };
 
-    before(async () => {
+    beforeAll(async () => {
       shared = await own();
       firstVersion = (await publish(shared.store, ALL)).version;
     });
-    after(async () => {
+    afterAll(async () => {
       for (const s of disposers) await s.dispose().catch(() => undefined);
     });
     const store = () => shared!.store;

@@ -4,23 +4,26 @@
  * `npm start` answers searches while the full index is still being built. FallbackStore serves it
  * until the real store publishes a version, then switches for good.
  */
-import { createClassifier } from "../classify/classifier.js";
-import { ErrorCode, ReposearchError } from "../common/errors.js";
-import { pointIdFor } from "../common/hash.js";
-import type { Logger } from "../common/logger.js";
-import { readUniqueRecords } from "../dataset/reader.js";
-import type { RepoPayload } from "../dataset/record.js";
-import { evidenceOf, prepareCorpus, toPayload } from "../corpus/prepare.js";
-import { LexicalIndex, lexicalDocOf } from "./embedded/lexical.js";
-import { PayloadIndex } from "./embedded/payload-index.js";
-import type { Filter } from "./filter.js";
-import { explainRows } from "./embedded/explain.js";
-import { Bitset } from "./embedded/bitset.js";
-import { appendPopular, checkPopular, withCondition, type DenseQuery, type Explanation, type ExplainQuery, type LexicalQuery, type PointId, type ScoredPoint, type StoreInfo, type StoreWriter, type VectorStore } from "./types.js";
+import { createClassifier } from "../../classify/classifier.js";
+import { ErrorCode, ReposearchError } from "../../common/errors.js";
+import { pointIdFor } from "../../common/hash.js";
+import type { Logger } from "../../common/logger.js";
+import { readUniqueRecords } from "../../dataset/reader.js";
+import type { RepoPayload } from "../../dataset/record.js";
+import { evidenceOf, prepareCorpus, toPayload } from "../../corpus/prepare.js";
+import { LexicalIndex, lexicalDocOf } from "./lexical.js";
+import { PayloadIndex } from "./payload-index.js";
+import type { Filter } from "../filter.js";
+import { explainRows } from "./explain.js";
+import { Bitset } from "./bitset.js";
+import { appendPopular, checkPopular, withCondition, type DenseQuery, type Explanation, type ExplainQuery, type LexicalQuery, type PointId, type ScoredPoint, type StoreInfo, type StoreWriter, type VectorStore } from "../types.js";
 
 export const BOOTSTRAP_VERSION = "bootstrap";
 
 export class BootstrapStore implements VectorStore {
+  readonly local = true;
+  /** An in-memory index of one dataset: no versions to follow. */
+  watch(): void {}
   private readonly rowById: Map<PointId, number>;
 
   private constructor(
@@ -105,6 +108,14 @@ export class FallbackStore implements VectorStore {
     private readonly onSwitch?: () => void,
   ) {
     this.fallback = fallback;
+  }
+
+  get local(): boolean {
+    return this.primary.local;
+  }
+
+  watch(intervalMs: number): void {
+    this.primary.watch(intervalMs);
   }
 
   private async current(): Promise<VectorStore> {

@@ -8,8 +8,9 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { ReposearchError } from "../../common/errors.js";
-import { PROTO_LOADER_OPTIONS } from "./convert.js";
+import { ReposearchError } from "../../src/common/errors.js";
+import { PROTO_LOADER_OPTIONS } from "../../src/core/grpc/convert.js";
+import { ConnectError } from "@connectrpc/connect";
 
 /** The ReposearchError `p` rejects with; fails the test if it resolves or rejects with anything else. */
 export async function expectError(p: Promise<unknown>): Promise<ReposearchError> {
@@ -67,4 +68,15 @@ export function reflectionClient(address: string, version: "v1" | "v1alpha" = "v
     },
     close: () => raw.close(),
   };
+}
+
+/** The ConnectError `p` rejects with; fails the test if it resolves or rejects with anything else. */
+export async function connectError(p: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof ConnectError, `expected ConnectError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail("expected the call to fail");
 }

@@ -1,4 +1,4 @@
-import { test } from "node:test";
+import { test } from "vitest";
 import assert from "node:assert/strict";
 import { analyze, collapseWhitespace, createAnalyzer, porterStem, sStem, stripMarkup, STOP_WORDS } from "./analyzer.js";
 

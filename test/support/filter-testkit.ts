@@ -4,8 +4,8 @@
  * and filters covering every condition type, nulls, missing keys and arrays. Tests compare the
  * payload index and the dense planner against this oracle.
  */
-import { CATEGORIES } from "../../dataset/record.js";
-import type { Condition, Filter } from "../filter.js";
+import { CATEGORIES } from "../../src/dataset/record.js";
+import type { Condition, Filter } from "../../src/store/filter.js";
 import { seededRandom } from "./engine-synthetic.js";
 
 type Json = Record<string, unknown>;

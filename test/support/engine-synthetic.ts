@@ -4,7 +4,7 @@
  * embeddings rather than uniform noise.
  */
 
-import { seededRandom } from "../../common/random.js";
+import { seededRandom } from "../../src/common/random.js";
 
 export { seededRandom };
 

@@ -1,5 +1,5 @@
 /** Builds hand-written records for the classifier tests: only the fields the rules read need to be given. */
-import type { RepoRecord } from "../dataset/record.js";
+import type { RepoRecord } from "../../src/dataset/record.js";
 
 export function rec(name: string, description: string | null, extra: Partial<RepoRecord> = {}): RepoRecord {
   return {

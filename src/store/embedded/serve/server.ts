@@ -15,21 +15,21 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import type { Histogram, Registry } from "prom-client";
-import { ErrorCode, ReposearchError } from "../../common/errors.js";
-import { LATENCY_BUCKETS, histogram, indexGauges, newRegistry } from "../../common/metrics.js";
-import { logger as rootLogger, type Logger } from "../../common/logger.js";
-import type { RepoPayload } from "../../dataset/record.js";
-import type { Bitset } from "../embedded/bitset.js";
-import { normalizePointId } from "../embedded/filter-compile.js";
-import { readFileIfExists, writeFileAtomic } from "../embedded/fsutil.js";
-import type { Segment } from "../embedded/segment.js";
-import type { EmbeddedStore } from "../embedded/store.js";
-import { decodeChunk } from "../embedded/writer.js";
-import type { Filter } from "../filter.js";
-import { DEFAULT_COLLECTION, DENSE_VECTOR, EMBEDDER_HEADER, LEXICAL_VECTOR, META_POINT_ID, metaCollectionOf, WRITER_HEADER } from "../qdrant/store.js";
-import { lexicalDocOf } from "../embedded/lexical.js";
-import { lexicalDocVector, SPARSE_LEXICAL_FORMAT, sparseIdf, sparseVectorProblem, type SparseVector } from "../qdrant/sparse.js";
-import type { Point, PointId, StoreWriter } from "../types.js";
+import { ErrorCode, ReposearchError } from "../../../common/errors.js";
+import { LATENCY_BUCKETS, histogram, indexGauges, newRegistry } from "../../../common/metrics.js";
+import { logger as rootLogger, type Logger } from "../../../common/logger.js";
+import type { RepoPayload } from "../../../dataset/record.js";
+import type { Bitset } from "../bitset.js";
+import { normalizePointId } from "../filter-compile.js";
+import { readFileIfExists, writeFileAtomic } from "../fsutil.js";
+import type { Segment } from "../segment.js";
+import type { EmbeddedStore } from "../store.js";
+import { decodeChunk } from "../writer.js";
+import type { Filter } from "../../filter.js";
+import { DEFAULT_COLLECTION, DENSE_VECTOR, EMBEDDER_HEADER, LEXICAL_VECTOR, META_POINT_ID, metaCollectionOf, WRITER_HEADER } from "../../qdrant/store.js";
+import { lexicalDocOf } from "../lexical.js";
+import { lexicalDocVector, SPARSE_LEXICAL_FORMAT, sparseIdf, sparseVectorProblem, type SparseVector } from "../../qdrant/sparse.js";
+import type { Point, PointId, StoreWriter } from "../../types.js";
 
 export interface StoreServerOptions {
   /** The embedded store to serve; the caller opens and closes it. */

@@ -2,7 +2,7 @@
  * Search-response fixtures for tests of the layers that carry responses (gRPC core API, gateway, query
  * cache, OpenAPI validation). Test support only; nothing in the service imports it.
  */
-import type { AppliedFilters, SearchResponse, SearchResult } from "./types.js";
+import type { AppliedFilters, SearchResponse, SearchResult } from "../../src/core/types.js";
 
 /** appliedFilters with every filter off; `categories` as given (default: the default set, none listed). */
 export function appliedFilters(categories: AppliedFilters["categories"] = { mode: "default", values: [], includeUncategorized: true }): AppliedFilters {

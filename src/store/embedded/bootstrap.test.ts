@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
-import { pointIdFor } from "../common/hash.js";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { pointIdFor } from "../../common/hash.js";
 import { BOOTSTRAP_VERSION, BootstrapStore, FallbackStore } from "./bootstrap.js";
-import { CONTRACT_DIMS, CONTRACT_EMBEDDER, contractPoint } from "./contract.js";
-import { EmbeddedStore } from "./embedded/store.js";
+import { CONTRACT_DIMS, CONTRACT_EMBEDDER, contractPoint } from "../../../test/support/store-contract.js";
+import { EmbeddedStore } from "./store.js";
 
 const rows = [
   { name: "acme/feedreader", description: "A self-hosted RSS feed reader", stars: 1200, language: "Go", topics: ["rss", "self-hosted"], isArchived: false },
@@ -17,12 +17,12 @@ const rows = [
 
 let dir: string;
 let dataset: string;
-before(async () => {
+beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "reposearch-bootstrap-"));
   dataset = path.join(dir, "repos.jsonl");
   await writeFile(dataset, rows.map((r) => JSON.stringify(r)).join("\n") + "\nnot json\n");
 });
-after(() => rm(dir, { recursive: true, force: true }));
+afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe("BootstrapStore", () => {
   it("answers lexical searches under filters, has no dense side, skips bad lines", async () => {

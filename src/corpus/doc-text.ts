@@ -3,7 +3,7 @@
  * "build your own x") because agents describe what they need in words, not identifiers.
  */
 import type { RepoRecord } from "../dataset/record.js";
-import { stripMarkup } from "../store/embedded/analyzer.js";
+import { stripMarkup } from "../text/analyzer.js";
 
 /** Bumped whenever the text recipe changes, so content hashes change and points are re-embedded. */
 export const DOC_TEXT_VERSION = 1;
