@@ -14,7 +14,7 @@ import wabtInit from "wabt";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const WAT = path.join(root, "src/store/embedded/int8-kernel.wat");
 const TS = path.join(root, "src/store/embedded/int8-kernel.ts");
-const MARKER = /(export const INT8_KERNEL_WASM_BASE64 =\n  ")[A-Za-z0-9+/=]*(";)/;
+const MARKER = /(export const INT8_KERNEL_WASM_BASE64 =\n {2}")[A-Za-z0-9+/=]*(";)/;
 
 export async function compileKernel() {
   const wabt = await wabtInit();

@@ -187,7 +187,6 @@ function sortedApplied(a: AppliedFilters): AppliedFilters {
 // ---------------------------------------------------------------------------------------------
 // Response checks shared by every search
 
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 function checkResponse(res: SearchResponse, req: SearchRequest, opts: { dense: boolean; rerankRan: boolean }): void {

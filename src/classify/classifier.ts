@@ -311,7 +311,10 @@ export async function createClassifier(embedder?: Embedder): Promise<Classifier>
     for (let o = 0; o < scores.length; o++) {
       if (HIDDEN.has(CATEGORIES[o]!)) continue;
       const v = formScores[o]! + HIDDEN_DOMAIN_RIVAL * (scores[o]! - formScores[o]!);
-      if (v > rival) (rival = v), (rivalCat = o);
+      if (v > rival) {
+        rival = v;
+        rivalCat = o;
+      }
     }
     if (scores[hidden]! >= HIDDEN_MIN_SCORE && scores[hidden]! >= HIDDEN_MIN_RATIO * rival) return decided(hidden, rivalCat, "");
 

@@ -570,7 +570,10 @@ function scoreProse(tokens: readonly string[], text: string, into: FieldScore, a
   }
   let nouns = 0;
   const seen = new Set<string>();
-  for (const t of tokens) if (RESOURCE_NOUNS.has(t) && !seen.has(t)) seen.add(t), nouns++;
+  for (const t of tokens) if (RESOURCE_NOUNS.has(t) && !seen.has(t)) {
+    seen.add(t);
+    nouns++;
+  }
   if (nouns >= ENUMERATION_MIN) into.add("curated-list", 3, "enumerates resources", false);
 }
 

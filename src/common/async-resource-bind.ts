@@ -33,6 +33,7 @@ function bind<Func extends (...args: never[]) => unknown>(this: AsyncResource, f
   if (typeof fn !== "function") {
     throw Object.assign(new TypeError(`The "fn" argument must be of type function. Received ${fn === null ? "null" : typeof fn}`), { code: "ERR_INVALID_ARG_TYPE" });
   }
+  // eslint-disable-next-line @typescript-eslint/no-this-alias -- the bound function must call with this resource
   const resource = this;
   const call = fn as unknown as (...args: unknown[]) => unknown;
   const bound =

@@ -71,7 +71,7 @@ function wordsOf(text: string | null | undefined): readonly Word[] {
   const out: Word[] = [];
   for (const w of sanitizeSnippet(text, 100_000).split(/[\s,;:()/]+/)) {
     const terms = analyzeWord(w);
-    if (terms.length > 0) out.push({ shown: w.toLowerCase().replace(/[^\p{L}\p{N}+#.\-]/gu, ""), terms });
+    if (terms.length > 0) out.push({ shown: w.toLowerCase().replace(/[^\p{L}\p{N}+#.-]/gu, ""), terms });
   }
   return out;
 }

@@ -549,19 +549,19 @@ export function stripMarkup(text: string): string {
   s = s.replace(/<!--[\s\S]*?(?:-->|$)/g, " ");
   s = s.replace(/<(script|style)\b[^>]*>[\s\S]*?(?:<\/\1\s*>|$)/gi, " ");
   // Images (badges are images inside links, so the link left behind has empty text).
-  s = s.replace(/!\[[^\[\]\n]*\]\([^()\n]*\)/g, " ");
-  s = s.replace(/!\[[^\[\]\n]*\]\[[^\[\]\n]*\]/g, " ");
+  s = s.replace(/!\[[^[\]\n]*\]\([^()\n]*\)/g, " ");
+  s = s.replace(/!\[[^[\]\n]*\]\[[^[\]\n]*\]/g, " ");
   // Links keep their text: [text](url) and [text][ref].
-  s = s.replace(/\[([^\[\]\n]*)\]\([^()\n]*\)/g, "$1");
-  s = s.replace(/\[([^\[\]\n]*)\]\[[^\[\]\n]*\]/g, "$1");
+  s = s.replace(/\[([^[\]\n]*)\]\([^()\n]*\)/g, "$1");
+  s = s.replace(/\[([^[\]\n]*)\]\[[^[\]\n]*\]/g, "$1");
   // Reference definitions: [id]: url "title".
-  s = s.replace(/^[ \t]*\[[^\[\]\n]+\]:[ \t]*\S+.*$/gm, " ");
+  s = s.replace(/^[ \t]*\[[^[\]\n]+\]:[ \t]*\S+.*$/gm, " ");
   // HTML tags (and autolinks such as <https://…>); a tag cut off at the end is dropped too.
   s = s.replace(/<\/?[a-zA-Z!][^<>]*(?:>|$)/g, " ");
   // Bare URLs, leaving the sentence punctuation that follows them.
-  s = s.replace(/\b(?:https?|ftp):\/\/[^\s<>()\[\]]*[^\s<>()\[\].,;:!?'"]/gi, " ");
-  s = s.replace(/\bwww\.[^\s<>()\[\]]*[^\s<>()\[\].,;:!?'"]/gi, " ");
-  s = s.replace(/:[a-z0-9_+\-]{2,30}:/g, " ");
+  s = s.replace(/\b(?:https?|ftp):\/\/[^\s<>()[\]]*[^\s<>()[\].,;:!?'"]/gi, " ");
+  s = s.replace(/\bwww\.[^\s<>()[\]]*[^\s<>()[\].,;:!?'"]/gi, " ");
+  s = s.replace(/:[a-z0-9_+-]{2,30}:/g, " ");
   // Markdown punctuation that only adds noise to snippets: headings, emphasis, quotes, tables, rules.
   s = s.replace(/^[ \t]*(?:#{1,6}|>+|[-*+]|\d+\.)[ \t]+/gm, "");
   s = s.replace(/^[ \t]*[-=*_|: \t]{3,}$/gm, " ");
@@ -578,7 +578,7 @@ export function stripMarkup(text: string): string {
  * Matches every text that any rule above could change (it may over-match, never under-match), so
  * plain descriptions skip the dozen passes: most repository descriptions contain no markup.
  */
-const MARKUP_HINT = /[<>\[&`*#|~_]|:\/\/|www\.|:[a-z0-9_+\-]{2,30}:|^[ \t]*(?:[-+=:]|\d+\.)/im;
+const MARKUP_HINT = /[<>[&`*#|~_]|:\/\/|www\.|:[a-z0-9_+-]{2,30}:|^[ \t]*(?:[-+=:]|\d+\.)/im;
 
 /** Control and zero-width characters become spaces, then whitespace runs collapse. */
 function collapse(s: string): string {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type Transport } from "@connectrpc/connect";
 import { Http2SessionManager, createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, describe, it } from "vitest";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";

@@ -82,7 +82,6 @@ function modelDir(opts: ModelOptions & { name?: string; config?: Record<string, 
 /** The same tokenizer, used independently of the code under test to compute expectations. */
 const reference = referenceTokenizer();
 const bare = (text: string): number[] => reference.encode(text, { add_special_tokens: false }).ids;
-const favoured = (ids: number[]) => ids.filter((t) => t === RUST || t === COMPILER).length;
 
 const QUERY = "rust compiler";
 const CANDIDATES: RerankCandidate[] = [

@@ -12,6 +12,7 @@
 
 // The project compiles against lib ES2023 without the DOM, which is where TypeScript declares
 // WebAssembly; the part used here, as Node provides it.
+// eslint-disable-next-line @typescript-eslint/no-namespace -- declares a global namespace, as lib.dom does
 declare namespace WebAssembly {
   class Module {
     constructor(bytes: Uint8Array);

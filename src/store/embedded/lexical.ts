@@ -16,7 +16,6 @@
  * tf~ does not depend on the query, loading turns each posting into one Float32 impact
  * tf~·(k1+1)/(k1+tf~): a search then costs one multiply-add per posting.
  */
-import type { RepoPayload } from "../../dataset/record.js";
 import type { Bitset } from "./bitset.js";
 import { MinHeap } from "./engine-heap.js";
 import type { Hit } from "./types.js";

@@ -14,7 +14,6 @@
  * with one hash share a dimension (a collision among ~1M distinct terms is rare and only merges df).
  */
 import { fnv1a32 } from "../../common/hash.js";
-import type { RepoPayload } from "../../dataset/record.js";
 import { analyze } from "../../text/analyzer.js";
 import { DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../bm25f.js";
 import type { Explanation } from "../types.js";
