@@ -19,7 +19,7 @@ import { metricsExposition } from "../common/metrics.js";
 import { SpanKind, extractTraceContext, failSpan, startSpan, traceHeaders, traceIdOf, type Context, type Span } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
 import type { SearchRequest, SearchResponse } from "../core/types.js";
-import { SEARCH_PRICE_MICROS, type AccountStore, type DebitOutcome } from "./accounts/types.js";
+import type { AccountStore } from "./accounts/types.js";
 import { parseTrustedProxies, rateLimitKeyForIp, resolveClientIp } from "./client-ip.js";
 import { docsRouter } from "./docs-ui.js";
 import { checkHealth } from "./health.js";
@@ -33,6 +33,7 @@ import { validateSearchRequest } from "./validation.js";
 import { describeError, fromBodyParserError, fromCoreError, publicCode, toJsonPointer, validationError } from "./errors.js";
 import { rateLimited, setRateLimitHeaders } from "./rate-limit-headers.js";
 import { authenticate } from "./auth.js";
+import { createBilling } from "./billing.js";
 
 export { toJsonPointer };
 
@@ -64,8 +65,6 @@ export interface GatewayDeps {
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Headroom over the core deadline before the gateway gives up on a core client that ignores it. */
 const CORE_DEADLINE_GRACE_MS = 250;
-/** Waits between background retries of a refund the ledger could not take (about 9 minutes in all). */
-const REFUND_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000];
 /** The gateway's client span around the core call is `${CORE_SERVICE}/${method}`, as is the core's server span. */
 const CORE_SERVICE = "reposearch.v1.SearchService";
 
@@ -105,6 +104,7 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
   const { core, accounts, limiter, config, version, startedAt } = deps;
   const log = deps.logger.child({ component: "gateway" });
   const metrics = deps.metrics ?? createGatewayMetrics();
+  const billing = createBilling({ accounts, metrics, log });
   const queryCache = deps.queryCache ?? null;
   const coreMethod = core.searchMethod ?? "Search";
   const trusted = parseTrustedProxies(config.gateway.trustedProxies);
@@ -197,29 +197,6 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
     return new ReposearchError(code, message);
   }
 
-  /**
-   * A refund that could not reach the ledger is retried in the background until it gets an answer:
-   * when the connection drops after a debit committed but before its result arrived, the ledger is
-   * usually unreachable for the immediate refund too. Idempotent, and a no-op for a debit that never
-   * committed. Lost if the process exits first (then logged below as needing manual reversal).
-   */
-  function retryRefund(ledgerId: string, reason: string, accountId: string, onRefunded: () => void, attempt = 0): void {
-    const timer = setTimeout(() => {
-      accounts.refund(ledgerId, reason).then(
-        (refunded) => {
-          if (!refunded) return;
-          onRefunded();
-          log.warn("refund completed after the ledger came back", { requestId: ledgerId, accountId, attempts: attempt + 2 });
-        },
-        (err: unknown) => {
-          if (attempt + 1 < REFUND_RETRY_DELAYS_MS.length) return retryRefund(ledgerId, reason, accountId, onRefunded, attempt + 1);
-          log.error("refund failed; the ledger entry needs manual reversal", { requestId: ledgerId, accountId, error: describeError(err, undefined) });
-        },
-      );
-    }, REFUND_RETRY_DELAYS_MS[attempt]);
-    timer.unref();
-  }
-
   // c. per-IP limit on every request, before anything else is looked at
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     let decision: RateLimitDecision;
@@ -296,39 +273,18 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
       if (!checked.ok) throw validationError("request body is invalid", checked.details);
       const request = toCoreRequest(checked.value);
 
-      // Charge first (atomic, conditional, idempotent on the ledger id); refund if no answer follows.
+      // Charge first; refund if no answer follows (./billing.ts).
       const ledgerId = state.requestId;
-      let debit: DebitOutcome;
-      try {
-        debit = await accounts.debit(principal.accountId, SEARCH_PRICE_MICROS, ledgerId);
-      } catch (err) {
-        // The debit may have committed before the failure surfaced: undo it (a no-op when it did not).
-        // It had committed when the refund succeeds: the ledger holds both entries, and so do the counters.
-        const countBoth = (): void => {
-          metrics.creditsDebited.inc(SEARCH_PRICE_MICROS);
-          metrics.creditsRefunded.inc(SEARCH_PRICE_MICROS);
-        };
-        const refunded = await accounts.refund(ledgerId, "debit failed").catch(() => {
-          retryRefund(ledgerId, "debit failed", accountId, countBoth);
-          return false;
-        });
-        if (refunded) countBoth();
-        throw new ReposearchError(ErrorCode.ExternalService, "credits ledger unavailable; nothing was charged, retry later", { cause: err });
+      if (!(await billing.charge(accountId, ledgerId))) {
+        throw authFailure("insufficient_credits", ErrorCode.InsufficientCredits, "insufficient credits: top up the account in the dashboard");
       }
-      if (!debit.ok) throw authFailure("insufficient_credits", ErrorCode.InsufficientCredits, "insufficient credits: top up the account in the dashboard");
-      metrics.creditsDebited.inc(SEARCH_PRICE_MICROS);
 
       let response: SearchResponse;
       try {
         response = await answer(request, res, state);
       } catch (err) {
         const failure = fromCoreError(err);
-        try {
-          if (await accounts.refund(ledgerId, `search failed: ${failure.code}`)) metrics.creditsRefunded.inc(SEARCH_PRICE_MICROS);
-        } catch (refundErr) {
-          log.warn("refund failed; retrying in the background", { requestId: ledgerId, accountId: principal.accountId, error: describeError(refundErr, state.apiKey) });
-          retryRefund(ledgerId, `search failed: ${failure.code}`, accountId, () => metrics.creditsRefunded.inc(SEARCH_PRICE_MICROS));
-        }
+        await billing.refund(accountId, ledgerId, `search failed: ${failure.code}`, state.apiKey);
         throw failure;
       }
       res.json(response);
