@@ -22,7 +22,7 @@ import { applyFilterDefaults, toStoreFilter } from "./filters.js";
 import { understandQuery, type QueryUnderstanding } from "./query.js";
 import { runRerankStage, type Reranker } from "./rerank/types.js";
 import type { IndexStats, MethodStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "./types.js";
-import { validateSearchRequest } from "./validate.js";
+import { REPO_NAME_PATTERN, validateSearchRequest } from "./validate.js";
 import { extractFeatures, FEATURES, type RankCandidate } from "./rank/features.js";
 import { loadRankerModel, scoreRanker, type RankerModel } from "./rank/model.js";
 import rankerFile from "./rank/ranker-model.json" with { type: "json" };
@@ -319,8 +319,9 @@ export class SearchEngine implements SearchCore {
         ids.push(h.id);
       }
     });
-    const explanation = await this.store.explain({ text, vector: use.dense ? vector : null, ids, payloads: [...byKey.values()].map((c) => c.payload) });
-    const candidates = [...byKey.values()].map((c, i) => ({ ...c, denseRank: denseRanks.get(c.payload.key) ?? null, dense: explanation.dense ? explanation.dense[i]! : null }));
+    const joined = [...byKey.values()];
+    const explanation = await this.store.explain({ text, vector: use.dense ? vector : null, ids, payloads: joined.map((c) => c.payload) });
+    const candidates = joined.map((c, i) => ({ ...c, denseRank: denseRanks.get(c.payload.key) ?? null, dense: explanation.dense ? explanation.dense[i]! : null }));
     const features = extractFeatures(
       {
         text,
@@ -406,9 +407,6 @@ export function rankPool(pool: CandidatePool, ranker: RankerModel): Candidate[] 
   return out;
 }
 
-/** `owner/repo`, as GitHub spells repository names. */
-const FULL_NAME = /^[\w.-]+\/[\w.-]+$/;
-
 /**
  * A query that is a repository's full name, current or former ("facebook/react"), is a lookup: that
  * repository comes first whatever the ranker says (with the best score), as a web search engine answers
@@ -416,7 +414,7 @@ const FULL_NAME = /^[\w.-]+\/[\w.-]+$/;
  */
 export function promoteNamed(cands: Candidate[], text: string): Candidate[] {
   const q = text.trim().toLowerCase();
-  if (cands.length < 2 || !FULL_NAME.test(q)) return cands;
+  if (cands.length < 2 || !REPO_NAME_PATTERN.test(q)) return cands;
   const i = cands.findIndex((c) => c.payload.key === q || c.payload.aliasKeys.includes(q));
   if (i <= 0) return cands;
   const [named] = cands.splice(i, 1);

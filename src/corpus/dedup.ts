@@ -157,6 +157,7 @@ function mergeReworded(records: readonly RepoRecord[], clusters: RepoRecord[][],
   for (const c of clusters) add(c);
   for (const r of records) if (!inCluster.has(r.key)) add([r]);
   const joined = new Set<Unit>();
+  const listed = new Set(clusters);
   for (const units of byName.values()) {
     if (units.length < 2) continue;
     units.sort((a, b) => compareNewest(a.newest, b.newest));
@@ -171,11 +172,16 @@ function mergeReworded(records: readonly RepoRecord[], clusters: RepoRecord[][],
     for (const u of units) {
       if (joined.has(u) || u.records.length < 2) continue;
       // A lone record that gathered others becomes a cluster; a tier-1 cluster is already listed.
-      if (!clusters.includes(u.records)) clusters.push(u.records);
+      if (!listed.has(u.records)) {
+        listed.add(u.records);
+        clusters.push(u.records);
+      }
     }
   }
   // Drop tier-1 clusters that joined a newer unit (their records now sit in that unit's cluster).
-  for (let i = clusters.length - 1; i >= 0; i--) if ([...joined].some((u) => u.records === clusters[i])) clusters.splice(i, 1);
+  const gone = new Set([...joined].map((u) => u.records));
+  const kept = clusters.filter((c) => !gone.has(c));
+  clusters.splice(0, clusters.length, ...kept);
 }
 
 function rewords(old: Unit, newer: Unit): boolean {

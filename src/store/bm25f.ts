@@ -58,6 +58,11 @@ export const DEFAULT_LEXICAL_PARAMS: LexicalParams = Object.freeze({
 
 /** Bump whenever the layout or the analyzer's output changes: old files must be rebuilt. */
 export const LEXICAL_FORMAT_VERSION = 2;
+/** BM25's idf, ln(1 + (N − df + 0.5) / (df + 0.5)): the embedded index and Qdrant's `idf` modifier alike. */
+export function bm25Idf(docCount: number, docFreq: number): number {
+  return Math.log(1 + (docCount - docFreq + 0.5) / (docFreq + 0.5));
+}
+
 /**
  * One term's BM25 score in one field, the field scored on its own (LexicalIndex.explain, and the Qdrant
  * store's explain from payload text): idf · qtf · s(tf~), tf~ = tf / (1 − b + b · len / avg),

@@ -19,7 +19,7 @@
 import type { Bitset } from "./bitset.js";
 import { MinHeap } from "./engine-heap.js";
 import type { Hit } from "./types.js";
-import { DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, lexicalDocOf, type FieldParams, type LexicalDoc, type LexicalField, type LexicalParams } from "../bm25f.js";
+import { bm25Idf, DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, lexicalDocOf, type FieldParams, type LexicalDoc, type LexicalField, type LexicalParams } from "../bm25f.js";
 import { analyze } from "../../text/analyzer.js";
 
 // Re-exported for the embedded store's own modules and tests.
@@ -124,7 +124,7 @@ export class LexicalIndex {
       const start = postingStarts[t]!;
       const end = postingStarts[t + 1]!;
       const df = end - start;
-      const w = count * Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      const w = count * bm25Idf(n, df);
       for (let q = start; q < end; q++) {
         const d = docs[q]!;
         if (words !== null && ((words[d >>> 5]! >>> (d & 31)) & 1) === 0) continue;
@@ -158,7 +158,7 @@ export class LexicalIndex {
     for (const [term, count] of qtf) {
       const t = this.lookup(term);
       const df = t < 0 ? 0 : postingStarts[t + 1]! - postingStarts[t]!;
-      const idf = Math.log(1 + (this.docCount - df + 0.5) / (df + 0.5));
+      const idf = bm25Idf(this.docCount, df);
       terms.push({ term, idf });
       idfSum += idf;
       if (t < 0) continue;

@@ -15,7 +15,7 @@
  */
 import { fnv1a32 } from "../../common/hash.js";
 import { analyze } from "../../text/analyzer.js";
-import { DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../bm25f.js";
+import { bm25Idf, DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../bm25f.js";
 import type { Explanation } from "../types.js";
 
 export interface SparseVector {
@@ -143,7 +143,7 @@ export function explainDocs(
 
 /** Qdrant's idf modifier (the same formula as the embedded index). */
 export function sparseIdf(pointCount: number, docFreq: number): number {
-  return Math.log(1 + (pointCount - docFreq + 0.5) / (docFreq + 0.5));
+  return bm25Idf(pointCount, docFreq);
 }
 
 /** Checks a sparse vector's shape as Qdrant does (equal lengths, unique u32 indices, finite values). */
