@@ -49,7 +49,10 @@ async function runIndex(args: string[], env: NodeJS.ProcessEnv): Promise<RunResu
   const code: number | null = await new Promise((r) => child.on("close", r));
   clearInterval(timer);
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  const line = stderr.split("\n").filter((l) => l.includes('"index run finished"')).pop();
+  const line = stderr
+    .split("\n")
+    .filter((l) => l.includes('"index run finished"'))
+    .pop();
   return { seconds, peakRssMiB: peak / 1024, code, report: line ? (JSON.parse(line) as Record<string, unknown>) : null };
 }
 

@@ -85,7 +85,11 @@ async function main(): Promise<void> {
       await gw.accounts.topup("bench", 1_000_000_000);
       const { key } = await gw.accounts.createKey("bench");
       const post = async (r: SearchRequest) => {
-        const res = await fetch(`${gw.url}/v1/codehost/search`, { method: "POST", headers: { "Content-Type": "application/json", "X-API-Key": key }, body: JSON.stringify(r) });
+        const res = await fetch(`${gw.url}/v1/codehost/search`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", "X-API-Key": key },
+          body: JSON.stringify(r),
+        });
         if (res.status !== 200) throw new Error(`REST ${res.status}: ${await res.text()}`);
         await res.arrayBuffer();
       };

@@ -98,7 +98,10 @@ function payloadFromRaw(raw: Record<string, unknown>, category: Category | null)
     readme: (raw.readme as string | null) ?? null,
     tree: (raw.tree as string[] | null) ?? null,
     llmsTxtPaths: (raw.llmsTxtPaths as string[] | null) ?? null,
-    aliases: [], aliasKeys: [], anchor: null, mentions: 0,
+    aliases: [],
+    aliasKeys: [],
+    anchor: null,
+    mentions: 0,
     lastSeen: (raw.lastSeen as string | null) ?? null,
     languageLc: language?.toLowerCase() ?? null,
     category,
@@ -180,7 +183,10 @@ function topValues(seg: Segment, field: "languageLc" | "topics", k: number): str
     const vals = field === "topics" ? p.topics : p.languageLc ? [p.languageLc] : [];
     for (const v of vals) counts.set(v, (counts.get(v) ?? 0) + 1);
   }
-  return [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, k).map(([v]) => v);
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, k)
+    .map(([v]) => v);
 }
 
 type FilterMaker = (q: number, vector: Float32Array) => Promise<Filter | undefined> | Filter | undefined;
@@ -198,10 +204,7 @@ function filterMakers(store: EmbeddedStore, seg: Segment): [string, FilterMaker]
     ["forks range", (q) => ({ must: [{ key: "forks", range: forkBands[q % forkBands.length]! }] })],
     ["language", (q) => ({ must: [{ key: "languageLc", match: { value: languages[q % languages.length]! } }] })],
     ["topics", (q) => ({ must: [{ key: "topics", match: { any: [topics[q % topics.length]!, topics[(q * 7 + 3) % topics.length]!] } }] })],
-    [
-      "categories default",
-      () => ({ should: [{ key: "category", match: { any: [...DEFAULT_CATEGORIES] } }, { is_null: { key: "category" } }] }),
-    ],
+    ["categories default", () => ({ should: [{ key: "category", match: { any: [...DEFAULT_CATEGORIES] } }, { is_null: { key: "category" } }] })],
     ["categories explicit", (q) => ({ must: [{ key: "category", match: { any: explicit[q % explicit.length]! } }] })],
     ["isArchived", () => ({ must_not: [{ key: "isArchived", match: { value: true } }] })],
     ["pushedAt 12 months", () => ({ must: [{ key: "pushedAt", datetime_range: { gte: yearAgo } }] })],
@@ -335,7 +338,9 @@ async function main(): Promise<void> {
       console.log(`| ${r.filter} | ${r.matchingAvg} | ${r.p50Ms} | ${r.p95Ms} | ${r.p99Ms} | ${r.meanMs} | ${r.recallAt10} |`);
     }
     console.log(`| lexical (BM25F, unfiltered) | – | ${lexical.p50Ms} | ${lexical.p95Ms} | ${lexical.p99Ms} | ${lexical.meanMs} | – |`);
-    console.log(`\nload ${loadMs.toFixed(0)} ms, RSS after load ${mib(rss)} MiB (+${mib(rss - rss0)} MiB); efSearch ${config.store.hnswEfSearch}, fullScanThreshold ${config.store.fullScanThreshold}`);
+    console.log(
+      `\nload ${loadMs.toFixed(0)} ms, RSS after load ${mib(rss)} MiB (+${mib(rss - rss0)} MiB); efSearch ${config.store.hnswEfSearch}, fullScanThreshold ${config.store.fullScanThreshold}`,
+    );
 
     const out = {
       benchmark: "store",
@@ -346,7 +351,12 @@ async function main(): Promise<void> {
       dataDir: tempDir ? null : dataDir,
       synthetic: values.synthetic ? { points: info.count, buildSeconds: buildSeconds && round(buildSeconds, 1) } : null,
       index: info,
-      settings: { efSearch: config.store.hnswEfSearch, fullScanThreshold: config.store.fullScanThreshold, m: seg.hnswParams?.m ?? null, efConstruction: seg.hnswParams?.efConstruction ?? null },
+      settings: {
+        efSearch: config.store.hnswEfSearch,
+        fullScanThreshold: config.store.fullScanThreshold,
+        m: seg.hnswParams?.m ?? null,
+        efConstruction: seg.hnswParams?.efConstruction ?? null,
+      },
       loadMs: Math.round(loadMs),
       rssAfterLoadMiB: mib(rss),
       rssLoadDeltaMiB: mib(rss - rss0),
@@ -367,6 +377,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(err instanceof Error ? err.stack ?? err.message : String(err));
+  console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
   process.exitCode = 1;
 });

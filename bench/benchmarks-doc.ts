@@ -143,7 +143,12 @@ function perSecond(v: unknown): string {
 function indexLine(index: unknown): string | null {
   const i = obj(index);
   if (!i) return null;
-  const parts = [str(i.version), num(i.count) !== null ? `${int(i.count)} repositories` : null, num(i.dims) !== null ? `${i.dims} dims` : null, str(i.embedderId)].filter(Boolean);
+  const parts = [
+    str(i.version),
+    num(i.count) !== null ? `${int(i.count)} repositories` : null,
+    num(i.dims) !== null ? `${i.dims} dims` : null,
+    str(i.embedderId),
+  ].filter(Boolean);
   return parts.length ? `index ${parts.join(", ")}` : null;
 }
 
@@ -178,7 +183,9 @@ function evalSection(root: string, glance: Glance[]): Section {
       "(searched with the default filters; hit@k = share of queries with a named answer in the top k). Reproduce with `npm run eval` on the index `npm start` builds.",
     "",
   );
-  const runs = arr(j.runs).map(obj).filter((r): r is Json => r !== null);
+  const runs = arr(j.runs)
+    .map(obj)
+    .filter((r): r is Json => r !== null);
   if (runs.length) {
     lines.push(
       ...table(
@@ -217,7 +224,8 @@ function evalSection(root: string, glance: Glance[]): Section {
     );
   }
   const dup = obj(j.duplicates);
-  if (dup) lines.push(`Duplicate projects in result lists (top 50): ${int(dup.pairs)} pairs in ${int(dup.listsWithDuplicates)} of ${int(dup.listsChecked)} lists.`);
+  if (dup)
+    lines.push(`Duplicate projects in result lists (top 50): ${int(dup.pairs)} pairs in ${int(dup.listsWithDuplicates)} of ${int(dup.listsChecked)} lists.`);
   if (pool || dup) lines.push("");
 
   const training = obj(j.ranker);
@@ -257,7 +265,9 @@ function evalSection(root: string, glance: Glance[]): Section {
 
   const tuning = obj(j.tuning);
   if (tuning) {
-    const curve = arr(tuning.curve).map(obj).filter((c): c is Json => c !== null);
+    const curve = arr(tuning.curve)
+      .map(obj)
+      .filter((c): c is Json => c !== null);
     lines.push("The `--tune` run's cross-validated curve (0 trees = the linear part alone):", "");
     lines.push(
       ...table(
@@ -279,13 +289,24 @@ function evalSection(root: string, glance: Glance[]): Section {
 
   const slice = obj(j.teacherSlice);
   if (slice) {
-    const rows = arr(slice.rows).map(obj).filter((r): r is Json => r !== null);
-    lines.push(`Dense retrieval alone on a ${int(slice.size)}-repository slice, the index's model against its teacher (\`npm run eval -- --teacher-slice ${num(slice.size) ?? "N"}\`):`, "");
+    const rows = arr(slice.rows)
+      .map(obj)
+      .filter((r): r is Json => r !== null);
+    lines.push(
+      `Dense retrieval alone on a ${int(slice.size)}-repository slice, the index's model against its teacher (\`npm run eval -- --teacher-slice ${num(slice.size) ?? "N"}\`):`,
+      "",
+    );
     lines.push(
       ...table(
         ["model", "nDCG@10", "Recall@10", "Recall@50", "MRR"],
         ["l", "r", "r", "r", "r"],
-        rows.map((r) => [str(r.method), q3(at(r, "metrics", "ndcg10")), q3(at(r, "metrics", "recall10")), q3(at(r, "metrics", "recall50")), q3(at(r, "metrics", "mrr"))]),
+        rows.map((r) => [
+          str(r.method),
+          q3(at(r, "metrics", "ndcg10")),
+          q3(at(r, "metrics", "recall10")),
+          q3(at(r, "metrics", "recall50")),
+          q3(at(r, "metrics", "mrr")),
+        ]),
       ),
       "",
     );
@@ -299,7 +320,16 @@ function indexSection(root: string, glance: Glance[]): Section {
   if (!f.json) return { title, lines: missing(f, "npm run bench:index") };
   const j = f.json;
   const m = obj(j.machine);
-  const machine = m ? [str(m.cpuModel), num(m.cpus) !== null ? `${m.cpus} cores` : null, num(m.memGiB) !== null ? `${m.memGiB} GiB` : null, str(m.node) ? `Node ${m.node}` : null].filter(Boolean).join(", ") : null;
+  const machine = m
+    ? [
+        str(m.cpuModel),
+        num(m.cpus) !== null ? `${m.cpus} cores` : null,
+        num(m.memGiB) !== null ? `${m.memGiB} GiB` : null,
+        str(m.node) ? `Node ${m.node}` : null,
+      ]
+        .filter(Boolean)
+        .join(", ")
+    : null;
   const t = obj(j.targets);
   const le = (value: number | null, target: number | null) => (value === null || target === null ? null : value <= target);
   const full = num(at(j, "fullBuild", "seconds"));
@@ -319,8 +349,18 @@ function indexSection(root: string, glance: Glance[]): Section {
           num(t?.peakRssMiB) !== null ? `≤ ${int(t!.peakRssMiB)} MiB` : DASH,
           met(le(num(at(j, "fullBuild", "peakRssMiB")), num(t?.peakRssMiB))),
         ],
-        ["no-change re-run", secs(at(j, "noChangeRerun", "seconds")), num(t?.noChangeRerunSeconds) !== null ? `≤ ${int(t!.noChangeRerunSeconds)} s` : DASH, met(le(num(at(j, "noChangeRerun", "seconds")), num(t?.noChangeRerunSeconds)))],
-        ["index load", num(at(j, "load", "seconds")) !== null ? `${fixed(at(j, "load", "seconds"), 2)} s` : DASH, num(t?.loadSeconds) !== null ? `≤ ${int(t!.loadSeconds)} s` : DASH, met(le(num(at(j, "load", "seconds")), num(t?.loadSeconds)))],
+        [
+          "no-change re-run",
+          secs(at(j, "noChangeRerun", "seconds")),
+          num(t?.noChangeRerunSeconds) !== null ? `≤ ${int(t!.noChangeRerunSeconds)} s` : DASH,
+          met(le(num(at(j, "noChangeRerun", "seconds")), num(t?.noChangeRerunSeconds))),
+        ],
+        [
+          "index load",
+          num(at(j, "load", "seconds")) !== null ? `${fixed(at(j, "load", "seconds"), 2)} s` : DASH,
+          num(t?.loadSeconds) !== null ? `≤ ${int(t!.loadSeconds)} s` : DASH,
+          met(le(num(at(j, "load", "seconds")), num(t?.loadSeconds))),
+        ],
       ],
     ),
     "",
@@ -349,7 +389,9 @@ function storeSection(root: string, glance: Glance[]): Section {
       `(a hit scoring as high as the exact 10th counts). Load ${num(j.loadMs) !== null ? `${fixed(num(j.loadMs)! / 1000, 1)} s` : DASH}, RSS after load ${int(j.rssAfterLoadMiB)} MiB.`,
     "",
   ];
-  const dense = arr(j.dense).map(obj).filter((d): d is Json => d !== null);
+  const dense = arr(j.dense)
+    .map(obj)
+    .filter((d): d is Json => d !== null);
   const lexical = obj(j.lexical);
   const rows: unknown[][] = dense.map((d) => [str(d.filter), int(d.matchingAvg), ms(d.p50Ms), ms(d.p95Ms), ms(d.p99Ms), fixed(d.recallAt10, 3)]);
   if (lexical) rows.push(["lexical BM25F (unfiltered)", DASH, ms(lexical.p50Ms), ms(lexical.p95Ms), ms(lexical.p99Ms), DASH]);
@@ -365,7 +407,11 @@ function storeSection(root: string, glance: Glance[]): Section {
     );
     const worst = Math.max(...dense.map((d) => num(d.p99Ms) ?? 0));
     const minRecall = Math.min(...dense.map((d) => num(d.recallAt10) ?? 0));
-    glance.push({ measure: "store, worst p99 over filter types / lowest recall@10", value: `${ms(worst)} ms / ${fixed(minRecall, 3)}`, command: "npm run bench:store" });
+    glance.push({
+      measure: "store, worst p99 over filter types / lowest recall@10",
+      value: `${ms(worst)} ms / ${fixed(minRecall, 3)}`,
+      command: "npm run bench:store",
+    });
   }
   return { title, lines };
 }
@@ -431,18 +477,46 @@ function loadtestSection(root: string, glance: Glance[]): Section {
     }
     const j = f.json;
     const host = obj(j.host);
-    const machine = host ? [str(host.cpu), num(host.cores) !== null ? `${host.cores} cores` : null, str(host.node) ? `Node ${host.node}` : null].filter(Boolean).join(", ") : "";
+    const machine = host
+      ? [str(host.cpu), num(host.cores) !== null ? `${host.cores} cores` : null, str(host.node) ? `Node ${host.node}` : null].filter(Boolean).join(", ")
+      : "";
     const command = name === "loadtest.json" ? "npm run loadtest" : `npm run loadtest -- --data-dir DIR --out results/${name}`;
     lines.push(
       `${runDate(j)[0]!.toUpperCase()}${runDate(j).slice(1)}${str(j.commit) ? ` at ${j.commit}` : ""}${machine ? ` (${machine})` : ""}; ${indexLine(j.index) ?? "index not recorded"}; ` +
         `${int(j.serverProcesses)} serving processes${str(j.serverBalancing) ? ` (${j.serverBalancing})` : ""}. Reproduce with \`${command}\`` +
-        `${name === "loadtest.json" ? "" : ` on an index built with the embedder above (e.g. \`EMBEDDER=${String(at(j, "index", "embedderId") ?? "").split("@")[0]?.split(":")[0] || "…"}\`)`}.`,
+        `${
+          name === "loadtest.json"
+            ? ""
+            : ` on an index built with the embedder above (e.g. \`EMBEDDER=${
+                String(at(j, "index", "embedderId") ?? "")
+                  .split("@")[0]
+                  ?.split(":")[0] || "…"
+              }\`)`
+        }.`,
       "",
     );
-    const scenarios = arr(j.scenarios).map(obj).filter((s): s is Json => s !== null);
+    const scenarios = arr(j.scenarios)
+      .map(obj)
+      .filter((s): s is Json => s !== null);
     lines.push(
       ...table(
-        ["scenario", "connections", "duration", "requests", "RPS", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "server CPU", "server CPU ms/request", "GC pause", "full GCs", "steal"],
+        [
+          "scenario",
+          "connections",
+          "duration",
+          "requests",
+          "RPS",
+          "p50 ms",
+          "p95 ms",
+          "p99 ms",
+          "max ms",
+          "errors",
+          "server CPU",
+          "server CPU ms/request",
+          "GC pause",
+          "full GCs",
+          "steal",
+        ],
         ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"],
         scenarios.map((s) => {
           const t = obj(s.total) ?? {};
@@ -474,7 +548,9 @@ function loadtestSection(root: string, glance: Glance[]): Section {
       const one = obj(c.singleThread);
       const two = obj(c.twoThreads);
       const batch = num(one?.batch) ?? num(two?.batch);
-      ceil.push(`embedding-only ${perSecond(one?.perSecond)} queries/s on one thread, ${perSecond(two?.perSecond)} on two${batch !== null ? ` (${batch === 1 ? "one query per call" : `batches of ${batch}`})` : ""}`);
+      ceil.push(
+        `embedding-only ${perSecond(one?.perSecond)} queries/s on one thread, ${perSecond(two?.perSecond)} on two${batch !== null ? ` (${batch === 1 ? "one query per call" : `batches of ${batch}`})` : ""}`,
+      );
     }
     if (tc) ceil.push(`transport ${perSecond(tc.perSecond)} RPS`);
     if (ceil.length) lines.push(`Ceilings: ${ceil.join("; ")}.`);
@@ -497,7 +573,12 @@ function loadtestSection(root: string, glance: Glance[]): Section {
     if (name === "loadtest.json") {
       const load = scenarios.find((s) => str(s.scenario) === "load");
       const t = obj(load?.total);
-      if (t) glance.push({ measure: "load test, 50 connections: RPS / p99 / errors", value: `${int(t.rps)} / ${ms(at(t, "latencyMs", "p99"))} ms / ${int(t.errors)}`, command: "npm run loadtest" });
+      if (t)
+        glance.push({
+          measure: "load test, 50 connections: RPS / p99 / errors",
+          value: `${int(t.rps)} / ${ms(at(t, "latencyMs", "p99"))} ms / ${int(t.errors)}`,
+          command: "npm run loadtest",
+        });
     }
   }
   return { title, lines };
@@ -518,10 +599,22 @@ function classifierSection(root: string, glance: Glance[]): Section {
   for (const [mode, run] of runs) {
     for (const [part, pv] of Object.entries(obj(run.parts) ?? {})) {
       const p = obj(pv) ?? {};
-      partRows.push([part, mode, int(p.n), q3(p.accuracy), q3(p.coverage), q3(p.precisionWhenDecided), `${q3(at(p, "hidden", "precision"))} / ${q3(at(p, "hidden", "recall"))}`]);
+      partRows.push([
+        part,
+        mode,
+        int(p.n),
+        q3(p.accuracy),
+        q3(p.coverage),
+        q3(p.precisionWhenDecided),
+        `${q3(at(p, "hidden", "precision"))} / ${q3(at(p, "hidden", "recall"))}`,
+      ]);
     }
   }
-  if (partRows.length) lines.push(...table(["part", "mode", "n", "accuracy", "coverage", "precision when decided", "hidden P / R"], ["l", "l", "r", "r", "r", "r", "r"], partRows), "");
+  if (partRows.length)
+    lines.push(
+      ...table(["part", "mode", "n", "accuracy", "coverage", "precision when decided", "hidden P / R"], ["l", "l", "r", "r", "r", "r", "r"], partRows),
+      "",
+    );
   for (const [mode, run] of runs) {
     const all = obj(at(run, "parts", "all", "perCategory"));
     const random = obj(at(run, "parts", "random", "perCategory"));
@@ -533,7 +626,15 @@ function classifierSection(root: string, glance: Glance[]): Section {
         ["l", "r", "r", "r", "r", "r", "r"],
         Object.entries(all).map(([cat, v]) => {
           const r = obj(random?.[cat]);
-          return [cat, int(at(v, "support")), q3(at(v, "precision")), q3(at(v, "recall")), r ? int(r.support) : DASH, r ? q3(r.precision) : DASH, r ? q3(r.recall) : DASH];
+          return [
+            cat,
+            int(at(v, "support")),
+            q3(at(v, "precision")),
+            q3(at(v, "recall")),
+            r ? int(r.support) : DASH,
+            r ? q3(r.precision) : DASH,
+            r ? q3(r.recall) : DASH,
+          ];
         }),
       ),
       "",
@@ -541,7 +642,12 @@ function classifierSection(root: string, glance: Glance[]): Section {
   }
   const rules = runs.find(([mode]) => mode === "rules-only")?.[1];
   const allPart = obj(at(rules, "parts", "all"));
-  if (allPart) glance.push({ measure: `classifier (rules), accuracy / precision when decided, ${int(allPart.n)} labelled`, value: `${q3(allPart.accuracy)} / ${q3(allPart.precisionWhenDecided)}`, command: "npm run eval:classifier" });
+  if (allPart)
+    glance.push({
+      measure: `classifier (rules), accuracy / precision when decided, ${int(allPart.n)} labelled`,
+      value: `${q3(allPart.accuracy)} / ${q3(allPart.precisionWhenDecided)}`,
+      command: "npm run eval:classifier",
+    });
   return { title, lines };
 }
 
@@ -550,7 +656,10 @@ function embeddersSection(root: string): Section {
   const f = readResult(root, "eval-embedders.json");
   if (!f.json) return { title, lines: missing(f, "npm run build && node dist/bench/eval-embedders.js") };
   const j = f.json;
-  const models = arr(j.models).map((m) => str(m)).filter((m): m is string => m !== null).map((m) => path.basename(m));
+  const models = arr(j.models)
+    .map((m) => str(m))
+    .filter((m): m is string => m !== null)
+    .map((m) => path.basename(m));
   const slice = obj(j.slice);
   const command = `npm run build && node dist/bench/eval-embedders.js${models.length ? ` --embedders ${models.join(",")}` : ""}${slice && num(slice.size) !== null ? ` --teacher-slice ${slice.size}` : ""}`;
   const lines = [
@@ -559,13 +668,31 @@ function embeddersSection(root: string): Section {
       `Reproduce with \`${command}\` (models are looked up under \`DATA_DIR/models/static\`). Method and variants: [embeddings.md](embeddings.md).`,
     "",
   ];
-  const row = (r: Json) => [str(r.model), str(r.ranking), int(r.corpus), q3(at(r, "metrics", "ndcg10")), q3(at(r, "metrics", "recall10")), q3(at(r, "metrics", "recall50")), q3(at(r, "metrics", "mrr"))];
+  const row = (r: Json) => [
+    str(r.model),
+    str(r.ranking),
+    int(r.corpus),
+    q3(at(r, "metrics", "ndcg10")),
+    q3(at(r, "metrics", "recall10")),
+    q3(at(r, "metrics", "recall50")),
+    q3(at(r, "metrics", "mrr")),
+  ];
   const header = ["model", "ranking", "repositories", "nDCG@10", "Recall@10", "Recall@50", "MRR"];
   const align = ["l", "l", "r", "r", "r", "r", "r"] as const;
-  const full = arr(j.full).map(obj).filter((r): r is Json => r !== null);
+  const full = arr(j.full)
+    .map(obj)
+    .filter((r): r is Json => r !== null);
   if (full.length) lines.push("The whole dataset:", "", ...table(header, align, full.map(row)), "");
-  const rows = arr(slice?.rows).map(obj).filter((r): r is Json => r !== null);
-  if (rows.length) lines.push(`A ${int(slice!.size)}-repository slice (every judged repository plus a seeded random fill), with the teacher:`, "", ...table(header, align, rows.map(row)), "");
+  const rows = arr(slice?.rows)
+    .map(obj)
+    .filter((r): r is Json => r !== null);
+  if (rows.length)
+    lines.push(
+      `A ${int(slice!.size)}-repository slice (every judged repository plus a seeded random fill), with the teacher:`,
+      "",
+      ...table(header, align, rows.map(row)),
+      "",
+    );
   return { title, lines };
 }
 
@@ -628,7 +755,16 @@ export function renderBenchmarksDoc(root: string = projectRoot): string {
     "",
   ];
   if (glance.length) {
-    out.push("## At a glance", "", ...table(["measure", "value", "command"], ["l", "r", "l"], glance.map((g) => [g.measure, g.value, `\`${g.command}\``])), "");
+    out.push(
+      "## At a glance",
+      "",
+      ...table(
+        ["measure", "value", "command"],
+        ["l", "r", "l"],
+        glance.map((g) => [g.measure, g.value, `\`${g.command}\``]),
+      ),
+      "",
+    );
   }
   for (const s of sections) out.push(`## ${s.title}`, "", ...s.lines);
   while (out[out.length - 1] === "") out.pop();

@@ -71,7 +71,11 @@ function figuresFor(preds: readonly Prediction[], isGold: (p: Prediction) => boo
 export function scorePart(preds: readonly Prediction[]): PartFigures {
   const perCategory: Record<string, CategoryFigures> = {};
   for (const c of [...CATEGORIES, null]) {
-    perCategory[label(c)] = figuresFor(preds, (p) => p.gold === c, (p) => p.pred === c);
+    perCategory[label(c)] = figuresFor(
+      preds,
+      (p) => p.gold === c,
+      (p) => p.pred === c,
+    );
   }
   const confusions = new Map<string, number>();
   for (const p of preds) {
@@ -86,7 +90,11 @@ export function scorePart(preds: readonly Prediction[]): PartFigures {
     accuracy: ratio(preds.filter((p) => p.gold === p.pred).length, preds.length) ?? 0,
     precisionWhenDecided: ratio(decided.filter((p) => p.gold === p.pred).length, decided.length),
     perCategory,
-    hidden: figuresFor(preds, (p) => p.gold !== null && HIDDEN.has(p.gold), (p) => p.pred !== null && HIDDEN.has(p.pred)),
+    hidden: figuresFor(
+      preds,
+      (p) => p.gold !== null && HIDDEN.has(p.gold),
+      (p) => p.pred !== null && HIDDEN.has(p.pred),
+    ),
     confusions: [...confusions]
       .map(([k, count]) => {
         const [gold, pred] = k.split("\u0000") as [string, string];
@@ -104,7 +112,9 @@ function printPart(name: string, f: PartFigures): void {
   const rows: [string, CategoryFigures][] = [...Object.entries(f.perCategory), ["hidden (c-l+edu)", f.hidden]];
   for (const [c, x] of rows) {
     if (x.support === 0 && x.predicted === 0) continue;
-    console.log(`  ${c.padEnd(16)} ${fmt(x.precision).padStart(5)} ${fmt(x.recall).padStart(6)} ${String(x.support).padStart(7)} ${String(x.predicted).padStart(9)}`);
+    console.log(
+      `  ${c.padEnd(16)} ${fmt(x.precision).padStart(5)} ${fmt(x.recall).padStart(6)} ${String(x.support).padStart(7)} ${String(x.predicted).padStart(9)}`,
+    );
   }
   const top = f.confusions.slice(0, 8).map((c) => `${c.gold}→${c.pred} ${c.count}`);
   if (top.length) console.log(`  top confusions: ${top.join(", ")}`);
@@ -174,7 +184,17 @@ async function main(): Promise<void> {
   await mkdir(path.dirname(outPath), { recursive: true });
   const previous = existsSync(outPath) ? (JSON.parse(await readFile(outPath, "utf8")) as { runs?: Record<string, unknown> }) : {};
   const mode = embedder ? `embedder:${values.embedder}` : "rules-only";
-  const runs = { ...(previous.runs ?? {}), [mode]: { classifierId: classifier.id, embedderId: embedder?.id ?? null, sample: path.relative(projectRoot, values.sample!), missing, parts, predictions: preds } };
+  const runs = {
+    ...(previous.runs ?? {}),
+    [mode]: {
+      classifierId: classifier.id,
+      embedderId: embedder?.id ?? null,
+      sample: path.relative(projectRoot, values.sample!),
+      missing,
+      parts,
+      predictions: preds,
+    },
+  };
   await writeFile(outPath, JSON.stringify({ runs }, null, 2) + "\n");
   console.log(`wrote ${outPath} (${mode})`);
 }

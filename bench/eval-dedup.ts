@@ -37,10 +37,14 @@ async function main(): Promise<void> {
   const words = (s: string | null) => descriptionWords(s ?? "").join(" ");
   const byKey = new Map(records.map((r) => [r.key, r]));
   // Each tier's share of the merges: tier 2 is an alias whose description differs from its canonical's.
-  const tierOf = (alias: string, canonical: string) => (words(byKey.get(alias)?.description ?? null) === words(byKey.get(canonical)?.description ?? null) ? "tier1" : "tier2");
+  const tierOf = (alias: string, canonical: string) =>
+    words(byKey.get(alias)?.description ?? null) === words(byKey.get(canonical)?.description ?? null) ? "tier1" : "tier2";
   const sizes: Record<string, number> = { tier1: 0, tier2: 0 };
   for (const [a, c] of d.aliasOf) sizes[tierOf(a, c)]!++;
-  const samples: Record<string, { same: number; different: number; unsure: number; noLongerMerged: number; precision: number; pessimisticPrecision: number; merges: number }> = {};
+  const samples: Record<
+    string,
+    { same: number; different: number; unsure: number; noLongerMerged: number; precision: number; pessimisticPrecision: number; merges: number }
+  > = {};
   for (const name of ["tier1", "tier2"]) {
     const counts = { same: 0, different: 0, unsure: 0 };
     let stale = 0;
@@ -61,18 +65,34 @@ async function main(): Promise<void> {
   // Overall: each tier's precision weighted by its share of the merges (the samples are not pooled).
   const total = sizes.tier1! + sizes.tier2!;
   const precision = total ? (samples.tier1!.precision * sizes.tier1! + samples.tier2!.precision * sizes.tier2!) / total : 0;
-  console.log(`merges on ${records.length.toLocaleString("en-US")} records: ${d.merged} aliases in ${d.groups} groups (${d.skippedGeneric} generic groups left alone)`);
+  console.log(
+    `merges on ${records.length.toLocaleString("en-US")} records: ${d.merged} aliases in ${d.groups} groups (${d.skippedGeneric} generic groups left alone)`,
+  );
   for (const [name, s] of Object.entries(samples)) {
     console.log(
       `${name}: ${s.merges} merges; labelled ${s.same + s.different + s.unsure + s.noLongerMerged} pairs: ${s.same} same, ${s.different} different, ${s.unsure} unsure, ${s.noLongerMerged} no longer merged; precision ${s.precision.toFixed(3)} (unsure counted as false: ${s.pessimisticPrecision.toFixed(3)})`,
     );
   }
   console.log(`precision of all merges (tiers weighted by their merges): ${precision.toFixed(3)}`);
-  for (const l of labels) if (l.label === "different" && project(l.alias) === project(l.canonical)) console.log(`  false merge: ${l.alias} → ${l.canonical}: ${l.note}`);
+  for (const l of labels)
+    if (l.label === "different" && project(l.alias) === project(l.canonical)) console.log(`  false merge: ${l.alias} → ${l.canonical}: ${l.note}`);
   await mkdir(path.join(projectRoot, "results"), { recursive: true });
   await writeFile(
     path.join(projectRoot, "results", "dedup.json"),
-    JSON.stringify({ benchmark: "dedup", date: new Date().toISOString(), records: records.length, groups: d.groups, aliases: d.merged, skippedGeneric: d.skippedGeneric, samples, precision }, null, 2) + "\n",
+    JSON.stringify(
+      {
+        benchmark: "dedup",
+        date: new Date().toISOString(),
+        records: records.length,
+        groups: d.groups,
+        aliases: d.merged,
+        skippedGeneric: d.skippedGeneric,
+        samples,
+        precision,
+      },
+      null,
+      2,
+    ) + "\n",
   );
 }
 

@@ -37,7 +37,11 @@ const { values } = parseArgs({
     out: { type: "string" },
   },
 });
-const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}), ...(values.dataset ? { DATASET: values.dataset } : {}) });
+const config = loadConfig({
+  ...process.env,
+  ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}),
+  ...(values.dataset ? { DATASET: values.dataset } : {}),
+});
 const queriesFile = values.queries ?? path.resolve(projectRoot, "..", "shared", "eval", "dev.jsonl");
 
 interface Row {
@@ -62,7 +66,10 @@ async function modelDirs(): Promise<string[]> {
       .map((s) => (existsSync(path.join(s, "model.json")) ? s : path.join(root, s)));
   }
   const names = existsSync(root) ? await readdir(root) : [];
-  return names.filter((n) => existsSync(path.join(root, n, "model.json"))).sort().map((n) => path.join(root, n));
+  return names
+    .filter((n) => existsSync(path.join(root, n, "model.json")))
+    .sort()
+    .map((n) => path.join(root, n));
 }
 
 async function loadRecords(): Promise<readonly RepoRecord[]> {
@@ -143,19 +150,39 @@ async function main(): Promise<void> {
     let tok = tokenCache.get(vocabKey);
     if (!tok) {
       const index = vocabIndex(model.vocab);
-      tok = { docs: tokenizeTexts(texts, index), queries: tokenizeTexts(all.map((q) => q.query), index) };
+      tok = {
+        docs: tokenizeTexts(texts, index),
+        queries: tokenizeTexts(
+          all.map((q) => q.query),
+          index,
+        ),
+      };
       tokenCache.set(vocabKey, tok);
     }
     const d = model.meta.dims;
     const docVecs = embedTokenized(model.vectors, d, tok.docs);
     const qVecs = embedTokenized(model.vectors, d, tok.queries);
     const vecOf = new Map(all.map((q, i) => [q.id, qVecs.subarray(i * d, (i + 1) * d)]));
-    const got = rank(name, docVecs, d, records, queries.map((q) => ({ ...q, vec: vecOf.get(q.id)! })));
+    const got = rank(
+      name,
+      docVecs,
+      d,
+      records,
+      queries.map((q) => ({ ...q, vec: vecOf.get(q.id)! })),
+    );
     rows.push(...got);
     if (sliceSize > 0) {
       const sliceVecs = new Float32Array(sliceIdx.length * d);
       sliceIdx.forEach((i, k) => sliceVecs.set(docVecs.subarray(i * d, (i + 1) * d), k * d));
-      sliceRows.push(...rank(name, sliceVecs, d, sliceRecords, sliceQueries.map((q) => ({ ...q, vec: vecOf.get(q.id)! }))));
+      sliceRows.push(
+        ...rank(
+          name,
+          sliceVecs,
+          d,
+          sliceRecords,
+          sliceQueries.map((q) => ({ ...q, vec: vecOf.get(q.id)! })),
+        ),
+      );
     }
     console.error(`${name}: ${((performance.now() - te) / 1000).toFixed(1)}s`);
     for (const r of got) console.error(fmt(r));
@@ -171,7 +198,15 @@ async function main(): Promise<void> {
       };
       const docVecs = flat(await teacher.embed(sliceRecords.map((r) => embeddingText(r))));
       const qVecs = await teacher.embed(sliceQueries.map((q) => q.query));
-      sliceRows.push(...rank(`${teacher.id} (teacher)`, docVecs, d, sliceRecords, sliceQueries.map((q, i) => ({ ...q, vec: qVecs[i]! }))));
+      sliceRows.push(
+        ...rank(
+          `${teacher.id} (teacher)`,
+          docVecs,
+          d,
+          sliceRecords,
+          sliceQueries.map((q, i) => ({ ...q, vec: qVecs[i]! })),
+        ),
+      );
     } finally {
       await teacher.close();
     }
@@ -187,7 +222,22 @@ async function main(): Promise<void> {
   }
   const out = values.out ?? path.join(projectRoot, "results", "eval-embedders.json");
   await mkdir(path.dirname(out), { recursive: true });
-  await writeFile(out, JSON.stringify({ benchmark: "eval-embedders", date: new Date().toISOString(), dataset: config.dataset, queriesFile, models: dirs, full: rows, slice: sliceSize ? { size: sliceRecords.length, rows: sliceRows } : null }, null, 2) + "\n");
+  await writeFile(
+    out,
+    JSON.stringify(
+      {
+        benchmark: "eval-embedders",
+        date: new Date().toISOString(),
+        dataset: config.dataset,
+        queriesFile,
+        models: dirs,
+        full: rows,
+        slice: sliceSize ? { size: sliceRecords.length, rows: sliceRows } : null,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
 }
 
 main().catch((e: unknown) => {

@@ -175,7 +175,8 @@ async function main(): Promise<void> {
   const store = await embeddedStoreFromConfig(config);
   const info = await store.info();
   const seg = store.currentSegment();
-  if (!info.version || !info.embedderId || !seg) throw new Error(`no published index in ${config.dataDir}: run \`npm start\` or \`npx reposearch index\` first`);
+  if (!info.version || !info.embedderId || !seg)
+    throw new Error(`no published index in ${config.dataDir}: run \`npm start\` or \`npx reposearch index\` first`);
   console.log(`index ${info.version}: ${info.count.toLocaleString("en-US")} repositories, ${info.embedderId}`);
 
   // Judged names → canonical keys: a key the index holds, or an alias of one.
@@ -233,22 +234,47 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     const res = await engine.search({ query: q.query, limit: 50, filters: q.filters });
     shippedRun.times!.push(performance.now() - t0);
-    shippedRun.rankings.set(q.id, res.results.map((r) => r.name.toLowerCase()));
+    shippedRun.rankings.set(
+      q.id,
+      res.results.map((r) => r.name.toLowerCase()),
+    );
   }
-  const order = (name: string, by: (p: CandidatePool) => readonly string[]): Run => ({ name, rankings: new Map(judged.map((q) => [q.id, by(pools.get(q.id)!).slice(0, 50)])) });
+  const order = (name: string, by: (p: CandidatePool) => readonly string[]): Run => ({
+    name,
+    rankings: new Map(judged.map((q) => [q.id, by(pools.get(q.id)!).slice(0, 50)])),
+  });
   const lexicalRun = order("BM25F alone (lexical list order)", (p) =>
-    p.candidates.filter((c) => c.lexicalRank !== null).sort((a, b) => a.lexicalRank! - b.lexicalRank!).map((c) => c.payload.key),
+    p.candidates
+      .filter((c) => c.lexicalRank !== null)
+      .sort((a, b) => a.lexicalRank! - b.lexicalRank!)
+      .map((c) => c.payload.key),
   );
   const denseRun = order(`cosine alone (dense list order, ${info.embedderId})`, (p) =>
-    p.candidates.filter((c) => c.denseRank !== null).sort((a, b) => a.denseRank! - b.denseRank!).map((c) => c.payload.key),
+    p.candidates
+      .filter((c) => c.denseRank !== null)
+      .sort((a, b) => a.denseRank! - b.denseRank!)
+      .map((c) => c.payload.key),
   );
-  const noURun: Run = { name: "ranker − query understanding", rankings: new Map(judged.map((q) => [q.id, rankPool(poolsNoU.get(q.id)!, ranker).slice(0, 50).map((c) => c.payload.key)])) };
+  const noURun: Run = {
+    name: "ranker − query understanding",
+    rankings: new Map(
+      judged.map((q) => [
+        q.id,
+        rankPool(poolsNoU.get(q.id)!, ranker)
+          .slice(0, 50)
+          .map((c) => c.payload.key),
+      ]),
+    ),
+  };
   const rerankRun: Run = { name: `ranker + rerank (${reranker.id})`, rankings: new Map(), times: [] };
   for (const q of judged) {
     const t0 = performance.now();
     const res = await rerankEngine.search({ query: q.query, limit: 50, filters: q.filters });
     rerankRun.times!.push(performance.now() - t0);
-    rerankRun.rankings.set(q.id, res.results.map((r) => r.name.toLowerCase()));
+    rerankRun.rankings.set(
+      q.id,
+      res.results.map((r) => r.name.toLowerCase()),
+    );
   }
   // Canonical names in result lists are keys already; map any stray alias the same way as judgements.
   const runs = [shippedRun, lexicalRun, denseRun, noURun, rerankRun].map((r) => summarize(r, judged));
@@ -268,8 +294,14 @@ async function main(): Promise<void> {
     }
   }
   const poolSizes = [...pools.values()].map((p) => p.candidates.length);
-  const poolRecall = { devRecall: devRecall.reduce((a, b) => a + b, 0) / devRecall.length, headAnswerInPool: headInPool / headQueries, meanPoolSize: poolSizes.reduce((a, b) => a + b, 0) / poolSizes.length };
-  console.log(`\ncandidate pool: mean ${poolRecall.meanPoolSize.toFixed(0)} candidates; dev recall ${poolRecall.devRecall.toFixed(3)}; head queries with an answer in the pool ${poolRecall.headAnswerInPool.toFixed(3)}`);
+  const poolRecall = {
+    devRecall: devRecall.reduce((a, b) => a + b, 0) / devRecall.length,
+    headAnswerInPool: headInPool / headQueries,
+    meanPoolSize: poolSizes.reduce((a, b) => a + b, 0) / poolSizes.length,
+  };
+  console.log(
+    `\ncandidate pool: mean ${poolRecall.meanPoolSize.toFixed(0)} candidates; dev recall ${poolRecall.devRecall.toFixed(3)}; head queries with an answer in the pool ${poolRecall.headAnswerInPool.toFixed(3)}`,
+  );
 
   // Duplicate projects in result lists: two results with the same repository part and description
   // (the identity dedup merges by; the groups it leaves alone as generic are listed, not hidden).
@@ -295,16 +327,22 @@ async function main(): Promise<void> {
       if (dup) listsWithDup++;
     }
   }
-  console.log(`duplicate projects: ${dupPairs} in ${listsWithDup} of ${listsChecked} result lists (top 50, default and rerank runs)${dupExamples.size ? `: ${[...dupExamples].join("; ")}` : ""}`);
+  console.log(
+    `duplicate projects: ${dupPairs} in ${listsWithDup} of ${listsChecked} result lists (top 50, default and rerank runs)${dupExamples.size ? `: ${[...dupExamples].join("; ")}` : ""}`,
+  );
 
   console.log("\nper-list nDCG@10 (dev)");
   console.log(`| list | ${runs.map((r) => r.method).join(" | ")} |\n|---|${runs.map(() => "---:").join("|")}|`);
   for (const list of Object.keys(runs[0]!.perList)) console.log(`| ${list} | ${runs.map((r) => (r.perList[list] ?? 0).toFixed(3)).join(" | ")} |`);
 
-
   let sliceRows: { method: string; metrics: QueryMetrics }[] = [];
   const sliceSize = values["teacher-slice"] ? Number(values["teacher-slice"]) : 0;
-  if (sliceSize > 0) sliceRows = await teacherSlice(sliceSize, info.embedderId, judged.filter((q) => q.set === "dev"));
+  if (sliceSize > 0)
+    sliceRows = await teacherSlice(
+      sliceSize,
+      info.embedderId,
+      judged.filter((q) => q.set === "dev"),
+    );
   await store.close();
 
   const result = {
@@ -359,16 +397,21 @@ async function tune(
       };
     }),
   );
-  console.log(`\ntune: ${training.length} queries in ${new Set(training.map((p) => p.fold)).size} folds, params ${JSON.stringify(params)}, tree counts ${checkpoints.join(", ")}`);
+  console.log(
+    `\ntune: ${training.length} queries in ${new Set(training.map((p) => p.fold)).size} folds, params ${JSON.stringify(params)}, tree counts ${checkpoints.join(", ")}`,
+  );
   const t0 = performance.now();
-  const cv = crossValidate(training, params, checkpoints, (fold, i, n) => console.log(`  fold ${i + 1}/${n} (${fold}) at ${((performance.now() - t0) / 1000).toFixed(0)} s`));
+  const cv = crossValidate(training, params, checkpoints, (fold, i, n) =>
+    console.log(`  fold ${i + 1}/${n} (${fold}) at ${((performance.now() - t0) / 1000).toFixed(0)} s`),
+  );
   const curve = checkpoints.map((trees) => {
     const s = summarize({ name: `${trees} trees`, rankings: cv.get(trees)! }, judged);
     return { trees, dev: s.dev, head: s.head, perList: s.perList };
   });
   console.log("\ncross-validated (each list and head slice ranked by a model that never saw it; 0 trees = the linear part alone)");
   console.log("| trees | dev nDCG@10 | dev MRR | head hit@3 | head MRR |\n|---|---|---|---|---|");
-  for (const c of curve) console.log(`| ${c.trees} | ${c.dev.ndcg10.toFixed(3)} | ${c.dev.mrr.toFixed(3)} | ${c.head.hit3.toFixed(3)} | ${c.head.mrr.toFixed(3)} |`);
+  for (const c of curve)
+    console.log(`| ${c.trees} | ${c.dev.ndcg10.toFixed(3)} | ${c.dev.mrr.toFixed(3)} | ${c.head.hit3.toFixed(3)} | ${c.head.mrr.toFixed(3)} |`);
   // The tree count that does best on both sets held out: dev nDCG@10 plus head MRR.
   const best = curve.reduce((a, b) => (b.dev.ndcg10 + b.head.mrr > a.dev.ndcg10 + a.head.mrr + 1e-9 ? b : a));
   console.log(`chosen: ${best.trees} trees`);
@@ -377,7 +420,12 @@ async function tune(
   const kept = best.trees === 0 ? { featureCount: FEATURE_COUNT, trees: [] } : ensemble;
   const model = rankerModel(linear, kept.trees);
   const top = FEATURES.map((f, i) => [f, model.importance[i]!] as const).sort((a, b) => b[1] - a[1]);
-  console.log(`feature importance: ${top.slice(0, 12).map(([f, v]) => `${f} ${(v * 100).toFixed(1)}%`).join(", ")}`);
+  console.log(
+    `feature importance: ${top
+      .slice(0, 12)
+      .map(([f, v]) => `${f} ${(v * 100).toFixed(1)}%`)
+      .join(", ")}`,
+  );
   const summary = {
     trainedOn: {
       dev: `${path.basename(devFile)}: ${training.filter((p) => p.set === "dev").length} queries, ${lists.length} curated lists`,
@@ -404,7 +452,12 @@ async function tune(
     console.log(`wrote ${path.relative(process.cwd(), out)} (rebuild to ship it)`);
   }
   return {
-    summary: { params: { linear: finalParams.linear, trees: treeParams }, curve, chosen: best.trees, importance: Object.fromEntries(top.map(([f, v]) => [f, round3(v)])) },
+    summary: {
+      params: { linear: finalParams.linear, trees: treeParams },
+      curve,
+      chosen: best.trees,
+      importance: Object.fromEntries(top.map(([f, v]) => [f, round3(v)])),
+    },
     // Measured as shipped: the file's (rounded) numbers, through the loader the core uses.
     model: loadRankerModel(JSON.parse(JSON.stringify(file)), "tuned model"),
   };
@@ -457,7 +510,12 @@ async function sliceEval(embedder: Embedder, slice: readonly RepoRecord[], queri
       return [s, i] as const;
     });
     scored.sort((a, b) => b[0] - a[0]);
-    per.push(scoreRanking(scored.slice(0, 50).map(([, i]) => slice[i]!.key), queries[qi]!.rel));
+    per.push(
+      scoreRanking(
+        scored.slice(0, 50).map(([, i]) => slice[i]!.key),
+        queries[qi]!.rel,
+      ),
+    );
   }
   return meanMetrics(per);
 }

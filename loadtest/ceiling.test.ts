@@ -21,5 +21,8 @@ test("embedFor counts queries, not calls, and cycles through the queries in orde
   assert.ok(calls.length > 1);
   assert.ok(calls.every((c) => c.length === 4));
   assert.equal(r.embeddings, 4 * calls.length);
-  assert.deepEqual(calls.slice(0, 2), [["a", "b", "c", "a"], ["b", "c", "a", "b"]]);
+  assert.deepEqual(calls.slice(0, 2), [
+    ["a", "b", "c", "a"],
+    ["b", "c", "a", "b"],
+  ]);
 });

@@ -86,10 +86,19 @@ export async function singleThreadCeiling(config: Config, embedderId: string, qu
 }
 
 /** `threads` worker threads, each embedding sequentially for the same `seconds`, started together. */
-export async function multiThreadCeiling(config: Config, embedderId: string, queries: readonly string[], seconds: number, threads: number): Promise<CeilingResult> {
+export async function multiThreadCeiling(
+  config: Config,
+  embedderId: string,
+  queries: readonly string[],
+  seconds: number,
+  threads: number,
+): Promise<CeilingResult> {
   const batch = ceilingBatch(config, embedderId);
   const workerData = { dataDir: config.dataDir, embedderId, queries, seconds, batch };
-  const workers = Array.from({ length: threads }, (_, k) => new Worker(compiledModuleUrl("./embed-worker.js", import.meta.url), { workerData: { ...workerData, offset: k * 97 } }));
+  const workers = Array.from(
+    { length: threads },
+    (_, k) => new Worker(compiledModuleUrl("./embed-worker.js", import.meta.url), { workerData: { ...workerData, offset: k * 97 } }),
+  );
   const message = (w: Worker, type: string) =>
     new Promise<Record<string, unknown>>((resolve, reject) => {
       const onMsg = (m: Record<string, unknown>) => {

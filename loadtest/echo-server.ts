@@ -13,7 +13,9 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 
-const { values } = parseArgs({ options: { processes: { type: "string", default: "1" }, "body-file": { type: "string" }, port: { type: "string", default: "0" } } });
+const { values } = parseArgs({
+  options: { processes: { type: "string", default: "1" }, "body-file": { type: "string" }, port: { type: "string", default: "0" } },
+});
 const processes = Math.max(1, Number(values.processes) || 1);
 
 function serve(): void {

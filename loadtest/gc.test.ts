@@ -9,7 +9,13 @@ import { gcBetween, parseGcTotals, scrapeGc } from "./gc.js";
 function gcRegistry(): { registry: Registry; gc: Histogram<"kind"> } {
   const registry = new Registry();
   // The series prom-client's default metrics export, same name, label and buckets' shape.
-  const gc = new Histogram({ name: "nodejs_gc_duration_seconds", help: "GC duration", labelNames: ["kind"], buckets: [0.001, 0.01, 0.1, 1], registers: [registry] });
+  const gc = new Histogram({
+    name: "nodejs_gc_duration_seconds",
+    help: "GC duration",
+    labelNames: ["kind"],
+    buckets: [0.001, 0.01, 0.1, 1],
+    registers: [registry],
+  });
   new Histogram({ name: "http_request_duration_seconds", help: "other", labelNames: ["kind"], registers: [registry] }).observe({ kind: "minor" }, 9);
   return { registry, gc };
 }

@@ -131,7 +131,19 @@ export async function runPhases(o: RunOptions): Promise<PhaseRecord[]> {
   // Free sockets time out before the server's 5 s keep-alive timeout closes them under us.
   const agent = new http.Agent({ keepAlive: true, maxSockets: maxConn, timeout: 4_000 });
   const records: (PhaseRecord | null)[] = o.phases.map((p) =>
-    p.record ? { label: p.label, connections: p.connections, seconds: p.seconds, statuses: {}, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {}, mixLatencies: {} } : null,
+    p.record
+      ? {
+          label: p.label,
+          connections: p.connections,
+          seconds: p.seconds,
+          statuses: {},
+          errors: {},
+          invalidBodies: 0,
+          sampledBodies: 0,
+          byMix: {},
+          mixLatencies: {},
+        }
+      : null,
   );
   let phase = 0;
   let target = 0;

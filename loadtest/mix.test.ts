@@ -40,11 +40,29 @@ describe("query mix", () => {
 
   test("the mix covers the filter kinds the load tests promise", () => {
     const text = JSON.stringify(mix.entries.map((e) => e.body));
-    for (const k of ["language", "minStars", "maxStars", "minForks", "topics", "categories", "staleAfterMonths", "excludeArchived", "excludeRepos", "includeTree", "limit"]) {
+    for (const k of [
+      "language",
+      "minStars",
+      "maxStars",
+      "minForks",
+      "topics",
+      "categories",
+      "staleAfterMonths",
+      "excludeArchived",
+      "excludeRepos",
+      "includeTree",
+      "limit",
+    ]) {
       assert.ok(text.includes(`"${k}"`), k);
     }
-    assert.ok(mix.entries.some((e) => JSON.stringify(e.body).includes('"categories":[]')), "categories: [] (all)");
-    assert.ok(mix.entries.some((e) => JSON.stringify(e.body).includes('"excludeArchived":false')), "excludeArchived: false");
+    assert.ok(
+      mix.entries.some((e) => JSON.stringify(e.body).includes('"categories":[]')),
+      "categories: [] (all)",
+    );
+    assert.ok(
+      mix.entries.some((e) => JSON.stringify(e.body).includes('"excludeArchived":false')),
+      "excludeArchived: false",
+    );
   });
 });
 
@@ -71,7 +89,24 @@ describe("runner statistics", () => {
   test("summaries: RPS counts 2xx only, non-2xx and errors apart, CPU as % of one core and per answered request", () => {
     const lat = new Latencies();
     for (const x of [10, 20, 30, 40]) lat.push(x);
-    const s = summarize("t", [{ label: "t", connections: 2, seconds: 2, statuses: { "200": 3, "429": 1 }, errors: { ECONNRESET: 1 }, invalidBodies: 0, sampledBodies: 1, byMix: { defaults: 5 }, mixLatencies: { defaults: lat } }], 1, 0.5);
+    const s = summarize(
+      "t",
+      [
+        {
+          label: "t",
+          connections: 2,
+          seconds: 2,
+          statuses: { "200": 3, "429": 1 },
+          errors: { ECONNRESET: 1 },
+          invalidBodies: 0,
+          sampledBodies: 1,
+          byMix: { defaults: 5 },
+          mixLatencies: { defaults: lat },
+        },
+      ],
+      1,
+      0.5,
+    );
     assert.equal(s.requests, 5);
     assert.equal(s.ok2xx, 3);
     assert.equal(s.rps, 1.5);
@@ -84,7 +119,15 @@ describe("runner statistics", () => {
     assert.equal(s.loadgenCpuPct, 25);
     assert.equal(s.stealPct, null);
     assert.equal(summarize("t", [], 0, 0, null, 12.5).stealPct, 12.5);
-    assert.equal(summarize("t", [{ label: "t", connections: 1, seconds: 1, statuses: {}, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {}, mixLatencies: {} }], 1, 0).serverCpuMsPerRequest, null);
+    assert.equal(
+      summarize(
+        "t",
+        [{ label: "t", connections: 1, seconds: 1, statuses: {}, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {}, mixLatencies: {} }],
+        1,
+        0,
+      ).serverCpuMsPerRequest,
+      null,
+    );
   });
 
   test("per-mix latency: percentiles per entry, and which entries hold the requests above the overall p99", () => {
@@ -99,7 +142,12 @@ describe("runner statistics", () => {
       const answered = Object.values(mix).reduce((n, l) => n + l.length, 0);
       return { label, connections: 1, seconds: 1, statuses: { "200": answered }, errors: {}, invalidBodies: 0, sampledBodies: 0, byMix: {}, mixLatencies: mix };
     };
-    const s = summarize("t", [rec("a", { light: of(light.slice(0, 100)), heavy: of([500]) }), rec("b", { light: of(light.slice(100)), heavy: of([400]) })], null, 0);
+    const s = summarize(
+      "t",
+      [rec("a", { light: of(light.slice(0, 100)), heavy: of([500]) }), rec("b", { light: of(light.slice(100)), heavy: of([400]) })],
+      null,
+      0,
+    );
     assert.deepEqual(Object.keys(s.latencyByMix), ["heavy", "light"], "sorted by tail share");
     assert.equal(s.latencyByMix.heavy!.answered, 2);
     assert.equal(s.latencyByMix.heavy!.p99Ms, 500);

@@ -26,7 +26,16 @@ import { Latencies, percentile, runPhases, type LoadRequest, type Phase, type Ph
 import { buildRequests, DEFAULT_MIX_PATH, DEFAULT_QUERIES_PATH, loadMix, loadMixQueries } from "./mix.js";
 import { transportCeiling, type TransportCeiling } from "./transport.js";
 import { gcBetween, scrapeGc, type GcSummary, type GcTotals } from "./gc.js";
-import { killLiveServers, machineTicks, procTreeCpuSeconds, procTreeRssMb, startChildServer, stealPctBetween, type ChildServer, type MachineTicks } from "./server.js";
+import {
+  killLiveServers,
+  machineTicks,
+  procTreeCpuSeconds,
+  procTreeRssMb,
+  startChildServer,
+  stealPctBetween,
+  type ChildServer,
+  type MachineTicks,
+} from "./server.js";
 
 export const SCENARIOS = ["smoke", "load", "stress", "spike", "soak"] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
@@ -69,7 +78,15 @@ export interface Summary {
   readonly ok2xx: number;
   /** 2xx responses per second. */
   readonly rps: number;
-  readonly latencyMs: { readonly min: number; readonly p50: number; readonly p90: number; readonly p95: number; readonly p99: number; readonly max: number; readonly mean: number };
+  readonly latencyMs: {
+    readonly min: number;
+    readonly p50: number;
+    readonly p90: number;
+    readonly p95: number;
+    readonly p99: number;
+    readonly max: number;
+    readonly mean: number;
+  };
   readonly statuses: Record<string, number>;
   readonly non2xx: number;
   readonly errors: number;
@@ -217,8 +234,13 @@ export function mixTable(s: Summary): string {
 }
 
 function parseScenarios(v: string | undefined): ScenarioName[] {
-  const names = (v ?? "smoke,load").split(",").map((s) => s.trim()).filter(Boolean);
-  for (const n of names) if (!(SCENARIOS as readonly string[]).includes(n)) throw new Error(`--scenario: unknown ${JSON.stringify(n)} (one of ${SCENARIOS.join(", ")}, or a comma list)`);
+  const names = (v ?? "smoke,load")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const n of names)
+    if (!(SCENARIOS as readonly string[]).includes(n))
+      throw new Error(`--scenario: unknown ${JSON.stringify(n)} (one of ${SCENARIOS.join(", ")}, or a comma list)`);
   return names as ScenarioName[];
 }
 
@@ -250,7 +272,11 @@ function indexInfo(dataDir: string): Record<string, unknown> | null {
 
 /** One search before the run; returns its 200 body (the transport ceiling answers with it). */
 async function preflight(target: Target, body: Buffer): Promise<Buffer> {
-  const res = await fetch(new URL("/v1/codehost/search", target.baseUrl), { method: "POST", headers: { "Content-Type": "application/json", "X-API-Key": target.apiKey }, body });
+  const res = await fetch(new URL("/v1/codehost/search", target.baseUrl), {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-API-Key": target.apiKey },
+    body,
+  });
   const text = await res.text();
   if (res.status === 200) return Buffer.from(text);
   const hint =
@@ -352,14 +378,17 @@ async function main(): Promise<number> {
   try {
     sampleResponse = await preflight(target, requests[0]!.body);
     for (const plan of plans) {
-      const phases: Phase[] = warmup > 0 ? [{ label: "warm-up", connections: plan.phases[0]!.connections, seconds: warmup, record: false }, ...plan.phases] : plan.phases;
+      const phases: Phase[] =
+        warmup > 0 ? [{ label: "warm-up", connections: plan.phases[0]!.connections, seconds: warmup, record: false }, ...plan.phases] : plan.phases;
       const serverCpu: (number | null)[] = [];
       const ownCpu: number[] = [];
       const machine: (MachineTicks | null)[] = [];
       // GC totals from the server's /metrics at each boundary (async; awaited after the phases).
       const gcScrapes: Promise<GcTotals | null>[] = [];
       const loadavg = os.loadavg().map(r3);
-      console.error(`scenario ${plan.name}: ${plan.phases.map((p) => `${p.connections} conn × ${r1(p.seconds)} s`).join(", ")}${warmup ? ` after ${warmup} s warm-up` : ""} (load average ${loadavg.join(" ")})`);
+      console.error(
+        `scenario ${plan.name}: ${plan.phases.map((p) => `${p.connections} conn × ${r1(p.seconds)} s`).join(", ")}${warmup ? ` after ${warmup} s warm-up` : ""} (load average ${loadavg.join(" ")})`,
+      );
       const recs = await runPhases({
         target,
         requests,
@@ -401,12 +430,23 @@ async function main(): Promise<number> {
               recs,
               cpuDelta(first, phases.length),
               ownCpu[phases.length]! - ownCpu[first]!,
-              gcDelta(first, phases.length, recs.reduce((t, r) => t + r.seconds, 0)),
+              gcDelta(
+                first,
+                phases.length,
+                recs.reduce((t, r) => t + r.seconds, 0),
+              ),
               stealPctBetween(machine[first] ?? null, machine[phases.length] ?? null),
             );
       if (recs.length > 1) rows.push(...phaseSummaries);
       rows.push(total);
-      results.push({ scenario: plan.name, warmupSeconds: warmup, loadavgAtStart: loadavg, serverRssMbAtEnd: serverPid === null ? null : procTreeRssMb(serverPid), total, ...(recs.length > 1 ? { phases: phaseSummaries } : {}) });
+      results.push({
+        scenario: plan.name,
+        warmupSeconds: warmup,
+        loadavgAtStart: loadavg,
+        serverRssMbAtEnd: serverPid === null ? null : procTreeRssMb(serverPid),
+        total,
+        ...(recs.length > 1 ? { phases: phaseSummaries } : {}),
+      });
     }
   } catch (e) {
     if (server) console.error(`server log (last lines):\n${server.logTail()}`);
@@ -426,9 +466,17 @@ async function main(): Promise<number> {
   let transportStealPct: number | null = null;
   const transportConnections = plans.find((p) => p.name === "load")?.phases[0]?.connections ?? connections ?? 50;
   if (!values["no-ceiling"] && sampleResponse) {
-    console.error(`transport ceiling: node:http answering a fixed search response, ${serverProcesses ?? 1} process(es), ${transportConnections} connections, ${ceilingSeconds} s…`);
+    console.error(
+      `transport ceiling: node:http answering a fixed search response, ${serverProcesses ?? 1} process(es), ${transportConnections} connections, ${ceilingSeconds} s…`,
+    );
     const before = machineTicks();
-    transport = await transportCeiling({ processes: serverProcesses ?? 1, connections: transportConnections, seconds: ceilingSeconds, requests, responseBody: sampleResponse });
+    transport = await transportCeiling({
+      processes: serverProcesses ?? 1,
+      connections: transportConnections,
+      seconds: ceilingSeconds,
+      requests,
+      responseBody: sampleResponse,
+    });
     transportStealPct = stealPctBetween(before, machineTicks());
   }
 
@@ -474,7 +522,9 @@ async function main(): Promise<number> {
       }
     : null;
 
-  console.log(`\nreposearch load test, ${os.cpus().length} cores, ${external ? target.baseUrl : `child server on ${dataDir}`}, uncached queries, closed loop (no think time)\n`);
+  console.log(
+    `\nreposearch load test, ${os.cpus().length} cores, ${external ? target.baseUrl : `child server on ${dataDir}`}, uncached queries, closed loop (no think time)\n`,
+  );
   console.log(markdownTable(rows));
   if (load) console.log(`\nload, by query shape (the mix entries; "tail share": of the requests slower than the p99):\n\n${mixTable(load)}`);
   if (ceiling) {
@@ -482,7 +532,10 @@ async function main(): Promise<number> {
     console.log(
       `\nembedding-only ceiling (${c.embedderId}, no HTTP or search, ${c.singleThread.batch === 1 ? "one query per call" : `${c.singleThread.batch} queries per call, as the core batches them`}): ${r1(c.singleThread.perSecond)} queries/s on 1 thread, ${r1(c.twoThreads.perSecond)} queries/s on 2 threads (each serving process embeds on its main thread); steal ${c.stealPct ?? "–"} %`,
     );
-    for (const r of results) console.log(`  ${r.scenario}: ${(r.total as Summary).rps} RPS = ${r.ceilingRatio} × the ${machineCeiling!.threads}-thread ceiling (one thread per serving process)`);
+    for (const r of results)
+      console.log(
+        `  ${r.scenario}: ${(r.total as Summary).rps} RPS = ${r.ceilingRatio} × the ${machineCeiling!.threads}-thread ceiling (one thread per serving process)`,
+      );
   } else {
     console.log(`\nembedding-only ceiling: ${ceilingNote}`);
   }
@@ -511,11 +564,36 @@ async function main(): Promise<number> {
         benchmark: "loadtest",
         date: new Date().toISOString(),
         commit: gitCommit(),
-        host: { cores: os.cpus().length, cpu: os.cpus()[0]?.model ?? null, memoryGb: r1(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}` },
-        server: external ? { baseUrl: target.baseUrl, pid: serverPid } : { mode: "child process: reposearch serve", dataDir, env: { ...server!.overrides, LEDGER_SQLITE_PATH: "(a temp file, removed after the run)" }, logLevel: process.env.LOG_LEVEL ?? "info" },
+        host: {
+          cores: os.cpus().length,
+          cpu: os.cpus()[0]?.model ?? null,
+          memoryGb: r1(os.totalmem() / 2 ** 30),
+          node: process.version,
+          platform: `${os.platform()} ${os.release()}`,
+        },
+        server: external
+          ? { baseUrl: target.baseUrl, pid: serverPid }
+          : {
+              mode: "child process: reposearch serve",
+              dataDir,
+              env: { ...server!.overrides, LEDGER_SQLITE_PATH: "(a temp file, removed after the run)" },
+              logLevel: process.env.LOG_LEVEL ?? "info",
+            },
         index: indexInfo(dataDir),
-        generator: { kind: "closed loop, node:http keep-alive", timeoutMs, warmupSeconds: warmup, distinctBodies: requests.length, seed: Number(values.seed), sampleEvery },
-        mix: { file: path.relative(projectRoot, values.mix ? path.resolve(values.mix) : DEFAULT_MIX_PATH), queries: path.relative(projectRoot, queriesPath), queryCount: queries.length, entries: mix.entries.map((e) => ({ name: e.name, weight: e.weight })) },
+        generator: {
+          kind: "closed loop, node:http keep-alive",
+          timeoutMs,
+          warmupSeconds: warmup,
+          distinctBodies: requests.length,
+          seed: Number(values.seed),
+          sampleEvery,
+        },
+        mix: {
+          file: path.relative(projectRoot, values.mix ? path.resolve(values.mix) : DEFAULT_MIX_PATH),
+          queries: path.relative(projectRoot, queriesPath),
+          queryCount: queries.length,
+          entries: mix.entries.map((e) => ({ name: e.name, weight: e.weight })),
+        },
         scenarios: results,
         serverProcesses,
         serverBalancing,

@@ -39,9 +39,13 @@ export async function transportCeiling(opts: {
   const dir = mkdtempSync(path.join(tmpdir(), "reposearch-transport-"));
   const bodyFile = path.join(dir, "body.json");
   writeFileSync(bodyFile, opts.responseBody);
-  const child = spawn(process.execPath, [fileURLToPath(compiledModuleUrl("./echo-server.js", import.meta.url)), "--processes", String(opts.processes), "--body-file", bodyFile], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(compiledModuleUrl("./echo-server.js", import.meta.url)), "--processes", String(opts.processes), "--body-file", bodyFile],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   try {
     const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error("echo server did not start within 10 s")), 10_000);

@@ -125,7 +125,10 @@ function cycles(graph: Graph): string[][] {
 
 test("every folder of src/ has a layer", () => {
   const folders = new Set([...importGraph().keys()].map(folderOf).filter((f) => !f.endsWith(".ts")));
-  assert.deepEqual([...folders].filter((f) => !(f in LAYERS)), []);
+  assert.deepEqual(
+    [...folders].filter((f) => !(f in LAYERS)),
+    [],
+  );
 });
 
 test("imports go down the layers, never up or across", () => {

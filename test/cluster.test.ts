@@ -187,10 +187,7 @@ test("two workers serve; the per-IP limit counts once across both; /metrics on e
   const statuses: number[] = [];
   for (let i = 0; i < IP_LIMIT + 4; i++) statuses.push((await send("POST", SEARCH_PATH, { query: `rss reader ${i}`, limit: 3 })).status);
   // Per-worker counters would admit all 16 (8 per worker, under 12 each).
-  assert.deepEqual(
-    statuses,
-    [...Array<number>(IP_LIMIT).fill(200), 429, 429, 429, 429],
-  );
+  assert.deepEqual(statuses, [...Array<number>(IP_LIMIT).fill(200), 429, 429, 429, 429]);
 
   // From another address (scrapes count against the per-IP limit too); two connections, two workers.
   const scrapes = [await send("GET", "/metrics", undefined, "203.0.113.2"), await send("GET", "/metrics", undefined, "203.0.113.2")];

@@ -38,9 +38,36 @@ const GO_LOWER = `${OWNER}/quillframe-go-lower`;
 const PY = `${OWNER}/quillframe-py`;
 const UNKNOWNS = `${OWNER}/quillframe-unknowns`;
 const FIXTURES: readonly Record<string, unknown>[] = [
-  { name: GO, description: `A ${WORD} client library for Go`, stars: 1500, forks: 120, language: "Go", topics: [WORD, "golang"], pushedAt: RECENT, isArchived: false },
-  { name: GO_LOWER, description: `${WORD} bindings package for go programs`, stars: 50, forks: 0, language: "go", topics: [WORD], pushedAt: RECENT, isArchived: null },
-  { name: PY, description: `A ${WORD} parser library for Python`, stars: 49, forks: 5, language: "Python", topics: ["parser"], pushedAt: RECENT, isArchived: false },
+  {
+    name: GO,
+    description: `A ${WORD} client library for Go`,
+    stars: 1500,
+    forks: 120,
+    language: "Go",
+    topics: [WORD, "golang"],
+    pushedAt: RECENT,
+    isArchived: false,
+  },
+  {
+    name: GO_LOWER,
+    description: `${WORD} bindings package for go programs`,
+    stars: 50,
+    forks: 0,
+    language: "go",
+    topics: [WORD],
+    pushedAt: RECENT,
+    isArchived: null,
+  },
+  {
+    name: PY,
+    description: `A ${WORD} parser library for Python`,
+    stars: 49,
+    forks: 5,
+    language: "Python",
+    topics: ["parser"],
+    pushedAt: RECENT,
+    isArchived: false,
+  },
   { name: UNKNOWNS, description: `${WORD} quux frobnicator`, stars: null, forks: null, language: null, topics: [], pushedAt: null, isArchived: null },
 ];
 const isFixture = (name: string) => name.startsWith(`${OWNER}/`);
@@ -71,7 +98,6 @@ function transports(): ReadonlyArray<readonly [string, Transport]> {
 
 /** A response with its server-side duration zeroed (the one field two runs of a search may differ in). */
 const untimed = (r: SearchResponse): SearchResponse => ({ ...r, meta: { ...r.meta, timeMs: 0 } });
-
 
 beforeAll(async () => {
   dataDir = await tempDir("core-connect");
@@ -120,11 +146,7 @@ describe("Search on every protocol of the Connect port", () => {
 
   it("answers exactly as the gRPC port does, over Connect (JSON and binary), gRPC and gRPC-Web", async () => {
     const expected = await Promise.all(requests.map((r) => grpcClient.search(r)));
-    assert.deepEqual(
-      expected[1]!.results.map((r) => r.name).sort(),
-      [GO, GO_LOWER].sort(),
-      "the reference finds the fixtures the filter admits",
-    );
+    assert.deepEqual(expected[1]!.results.map((r) => r.name).sort(), [GO, GO_LOWER].sort(), "the reference finds the fixtures the filter admits");
     for (const [name, transport] of transports()) {
       const client = createClient(SearchService, transport);
       for (const [i, req] of requests.entries()) {
@@ -203,7 +225,10 @@ describe("errors on the Connect port", () => {
     const client = createClient(SearchService, transports()[0]![1]);
     const err = await connectError(client.search({ query: "" }));
     assert.equal(err.code, Code.InvalidArgument);
-    assert.deepEqual(err.findDetails(ErrorDetailSchema).map((d) => `${d.path}:${d.rule}`), ["query:minLength"]);
+    assert.deepEqual(
+      err.findDetails(ErrorDetailSchema).map((d) => `${d.path}:${d.rule}`),
+      ["query:minLength"],
+    );
   });
 
   it("a 1 ms timeout → deadline_exceeded; the server is fine afterwards", async () => {
@@ -217,7 +242,9 @@ describe("errors on the Connect port", () => {
 
   it("Connect and gRPC-Web calls are counted in the core's call metrics", async () => {
     const text = await core.metrics.registry.metrics();
-    const line = text.split("\n").find((l) => l.startsWith("grpc_server_handled_total{") && l.includes('grpc_method="Search"') && l.includes('grpc_code="INVALID_ARGUMENT"'));
+    const line = text
+      .split("\n")
+      .find((l) => l.startsWith("grpc_server_handled_total{") && l.includes('grpc_method="Search"') && l.includes('grpc_code="INVALID_ARGUMENT"'));
     assert.ok(line && Number(line.split(" ").at(-1)) >= 6, line ?? text);
   });
 });
@@ -237,7 +264,13 @@ describe("plain HTTP, as curl sends it", () => {
       meta: { total: string; appliedFilters: { categories: { mode: string }; language: string; excludeArchived: boolean; excludeRepos: string[] } };
     };
     assert.equal(body.query, WORD);
-    assert.deepEqual(body.results.map((r) => r.name).filter(isFixture).sort(), [GO, GO_LOWER].sort());
+    assert.deepEqual(
+      body.results
+        .map((r) => r.name)
+        .filter(isFixture)
+        .sort(),
+      [GO, GO_LOWER].sort(),
+    );
     assert.equal(body.results.find((r) => r.name === GO)?.stars, "1500");
     assert.ok(body.results.every((r) => Array.isArray(r.topics) && r.evidence.length > 0));
     assert.equal(body.meta.appliedFilters.categories.mode, "CATEGORY_MODE_DEFAULT");
@@ -254,7 +287,10 @@ describe("plain HTTP, as curl sends it", () => {
     const body = (await res.json()) as { code: string; message: string; details?: { type: string }[] };
     assert.equal(body.code, "invalid_argument");
     assert.match(body.message, /^invalid search request: limit/);
-    assert.deepEqual(body.details?.map((d) => d.type), ["reposearch.v1.ErrorDetail"]);
+    assert.deepEqual(
+      body.details?.map((d) => d.type),
+      ["reposearch.v1.ErrorDetail"],
+    );
   });
 
   it("an unknown field is rejected, not ignored (a typo is reported)", async () => {
@@ -276,7 +312,10 @@ describe("plain HTTP, as curl sends it", () => {
       codes.push(body.code ?? String(res.status));
     }
     assert.ok(codes.includes("deadline_exceeded"), codes.join(", "));
-    assert.ok(codes.every((c) => c === "deadline_exceeded" || c === "200"), codes.join(", "));
+    assert.ok(
+      codes.every((c) => c === "deadline_exceeded" || c === "200"),
+      codes.join(", "),
+    );
   });
 });
 
@@ -291,12 +330,20 @@ describe("src/gen is what `npm run generate` writes from proto/", () => {
         encoding: "utf8",
       });
       assert.equal(r.status, 0, r.stderr);
-      const list = async (dir: string): Promise<string[]> => (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name))).sort();
+      const list = async (dir: string): Promise<string[]> =>
+        (await readdir(dir, { recursive: true, withFileTypes: true }))
+          .filter((e) => e.isFile())
+          .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
+          .sort();
       const fresh = path.join(out, "src", "gen");
       const committed = path.join(projectRoot, "src", "gen");
       assert.deepEqual(await list(fresh), await list(committed));
       for (const f of await list(fresh)) {
-        assert.equal(await readFile(path.join(committed, f), "utf8"), await readFile(path.join(fresh, f), "utf8"), `src/gen/${f} is stale: run npm run generate`);
+        assert.equal(
+          await readFile(path.join(committed, f), "utf8"),
+          await readFile(path.join(fresh, f), "utf8"),
+          `src/gen/${f} is stale: run npm run generate`,
+        );
       }
     } finally {
       await rm(out, { recursive: true, force: true });
@@ -309,6 +356,8 @@ describe("shutdown", () => {
     const url = core.connect.url;
     coreClosed = true;
     await core.close();
-    await assert.rejects(fetch(`${url}/reposearch.v1.SearchService/GetIndexStats`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" }));
+    await assert.rejects(
+      fetch(`${url}/reposearch.v1.SearchService/GetIndexStats`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" }),
+    );
   });
 });

@@ -77,7 +77,16 @@ const FIXTURES: readonly Record<string, unknown>[] = [
     llmsTxtPaths: ["docs/llms-full.txt", "llms.txt"],
   },
   // Language stored lowercase: the filter must match it as well as "Go".
-  { name: GO_LOWER, description: "zorblax bindings package for go programs", stars: 50, forks: 0, language: "go", topics: ["zorblax"], pushedAt: RECENT, isArchived: null },
+  {
+    name: GO_LOWER,
+    description: "zorblax bindings package for go programs",
+    stars: 50,
+    forks: 0,
+    language: "go",
+    topics: ["zorblax"],
+    pushedAt: RECENT,
+    isArchived: null,
+  },
   {
     name: PY,
     description:
@@ -91,7 +100,16 @@ const FIXTURES: readonly Record<string, unknown>[] = [
     pushedAt: RECENT,
     isArchived: false,
   },
-  { name: ARCHIVED, description: "An archived zorblax library for Go", stars: 300, forks: 30, language: "Go", topics: ["zorblax"], pushedAt: OLD, isArchived: true },
+  {
+    name: ARCHIVED,
+    description: "An archived zorblax library for Go",
+    stars: 300,
+    forks: 30,
+    language: "Go",
+    topics: ["zorblax"],
+    pushedAt: OLD,
+    isArchived: true,
+  },
   // Every optional field unknown; the classifier abstains (no category).
   { name: UNKNOWNS, description: "zorblax quux frobnicator", stars: null, forks: null, language: null, topics: [], pushedAt: null, isArchived: null },
   {
@@ -114,10 +132,28 @@ const FIXTURES: readonly Record<string, unknown>[] = [
     pushedAt: RECENT,
     isArchived: false,
   },
-  { name: CLI_TOOL, description: "A command-line tool to lint zorblax files", stars: 10_000, forks: 2000, language: "Rust", topics: ["cli", "linter"], pushedAt: OLD, isArchived: false },
+  {
+    name: CLI_TOOL,
+    description: "A command-line tool to lint zorblax files",
+    stars: 10_000,
+    forks: 2000,
+    language: "Rust",
+    topics: ["cli", "linter"],
+    pushedAt: OLD,
+    isArchived: false,
+  },
 ];
 const FIXTURE_NAMES = FIXTURES.map((f) => String(f.name));
-const NEWCOMER_FIXTURE = { name: NEWCOMER, description: "A zorblax newcomer library added by a later index run", stars: 5, forks: 1, language: "Go", topics: ["zorblax"], pushedAt: RECENT, isArchived: false };
+const NEWCOMER_FIXTURE = {
+  name: NEWCOMER,
+  description: "A zorblax newcomer library added by a later index run",
+  stars: 5,
+  forks: 1,
+  language: "Go",
+  topics: ["zorblax"],
+  pushedAt: RECENT,
+  isArchived: false,
+};
 
 /** What the classifier must decide for the fixtures (their cues are strong on purpose). */
 const EXPECTED_CATEGORIES: Readonly<Record<string, Category | null>> = {
@@ -145,7 +181,11 @@ function monthsBefore(now: Date, months: number): Date {
 }
 
 /** Whether a repository passes the filters (spec §2.2; nulls fail bounds, archived null passes). */
-function admits(p: Pick<RepoPayload, "key" | "stars" | "forks" | "language" | "topics" | "isArchived" | "pushedAt" | "category">, f: SearchFilters, now = new Date()): boolean {
+function admits(
+  p: Pick<RepoPayload, "key" | "stars" | "forks" | "language" | "topics" | "isArchived" | "pushedAt" | "category">,
+  f: SearchFilters,
+  now = new Date(),
+): boolean {
   const within = (v: number | null, lo: number | undefined, hi: number | undefined) =>
     lo === undefined && hi === undefined ? true : v !== null && (lo === undefined || v >= lo) && (hi === undefined || v <= hi);
   if (!within(p.stars, f.minStars, f.maxStars)) return false;
@@ -245,10 +285,18 @@ async function rawHealth(address: string, service: string): Promise<string> {
   const raw = new grpc.Client(address, grpc.credentials.createInsecure());
   try {
     return await new Promise<string>((resolve, reject) => {
-      raw.makeUnaryRequest(check!.path, check!.requestSerialize, check!.responseDeserialize, { service }, new grpc.Metadata(), { deadline: Date.now() + 2_000 }, (err, value) => {
-        if (err) reject(err);
-        else resolve(String((value as { status?: unknown }).status));
-      });
+      raw.makeUnaryRequest(
+        check!.path,
+        check!.requestSerialize,
+        check!.responseDeserialize,
+        { service },
+        new grpc.Metadata(),
+        { deadline: Date.now() + 2_000 },
+        (err, value) => {
+          if (err) reject(err);
+          else resolve(String((value as { status?: unknown }).status));
+        },
+      );
     });
   } finally {
     raw.close();
@@ -270,7 +318,15 @@ let v1Stats: IndexStats;
 let denseServed: boolean;
 
 function coreEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = testEnv({ DATA_DIR: dataDir, GRPC_PORT: "0", HOST: "127.0.0.1", INDEX_WATCH_INTERVAL_MS: "200", SHUTDOWN_GRACE_MS: "3000", LOG_LEVEL: "warn", ...extra });
+  const env = testEnv({
+    DATA_DIR: dataDir,
+    GRPC_PORT: "0",
+    HOST: "127.0.0.1",
+    INDEX_WATCH_INTERVAL_MS: "200",
+    SHUTDOWN_GRACE_MS: "3000",
+    LOG_LEVEL: "warn",
+    ...extra,
+  });
   if (!("RERANKER" in extra)) delete env.RERANKER; // the server default: off
   return env;
 }
@@ -343,7 +399,11 @@ describe("filters end to end", () => {
     ["excludeArchived false + all categories: every fixture", { categories: [], excludeArchived: false }, FIXTURE_NAMES],
     ["excludeArchived true explicitly", { excludeArchived: true, categories: [] }, [GO, GO_LOWER, PY, UNKNOWNS, AWESOME, TUTORIAL, CLI_TOOL]],
     ["staleAfterMonths drops old and unknown pushedAt", { staleAfterMonths: 12 }, [GO, GO_LOWER, PY]],
-    ["staleAfterMonths with everything else open", { staleAfterMonths: 600, categories: [], excludeArchived: false }, [GO, GO_LOWER, PY, ARCHIVED, AWESOME, TUTORIAL, CLI_TOOL]],
+    [
+      "staleAfterMonths with everything else open",
+      { staleAfterMonths: 600, categories: [], excludeArchived: false },
+      [GO, GO_LOWER, PY, ARCHIVED, AWESOME, TUTORIAL, CLI_TOOL],
+    ],
     ["combined", { language: "PYTHON", categories: [], minStars: 100, staleAfterMonths: 1 }, [TUTORIAL]],
   ];
 
@@ -387,7 +447,13 @@ describe("filters end to end", () => {
     const res = await client.search({ query: WORD, limit: 50, filters });
     const reference = [...payloads.values()].filter((p) => admits(p, filters)).map((p) => p.name);
     assert.deepEqual(reference.sort(), [GO_LOWER, PY, ARCHIVED].sort());
-    assert.deepEqual(res.results.map((r) => r.name).filter(isFixture).sort(), reference);
+    assert.deepEqual(
+      res.results
+        .map((r) => r.name)
+        .filter(isFixture)
+        .sort(),
+      reference,
+    );
     assert.equal(res.meta.methods.lexical?.hits, 3);
   });
 });
@@ -448,7 +514,10 @@ describe("results and meta", () => {
       if (r.name === GO) {
         assert.equal(r.tree, "README.md\ngo.mod\ncmd/\ncmd/zorblax/\ninternal/\ninternal/wire.go");
         const lines = r.tree!.split("\n");
-        assert.ok(lines.filter((l) => l.endsWith("/")).every((l) => GO_TREE.includes(l)), "directories keep their trailing slash");
+        assert.ok(
+          lines.filter((l) => l.endsWith("/")).every((l) => GO_TREE.includes(l)),
+          "directories keep their trailing slash",
+        );
       } else {
         assert.equal(r.tree, null, r.name);
       }
@@ -487,7 +556,10 @@ describe("results and meta", () => {
 
   it("a query of words nobody uses matches nothing (no arbitrary dense neighbours)", async () => {
     const res = await client.search({ query: "qwxyzzyq", filters: { categories: [] } });
-    assert.deepEqual(res.results.map((r) => r.name), []);
+    assert.deepEqual(
+      res.results.map((r) => r.name),
+      [],
+    );
     assert.equal(res.meta.total, 0);
   });
 
@@ -519,7 +591,10 @@ describe("one project, one result (renamed repositories)", () => {
     const all = await client.search({ query: "react library for user interfaces", limit: 20 });
     assert.ok(all.results.some((r) => r.name === "react/react"));
     const res = await client.search({ query: "react library for user interfaces", limit: 20, filters: { excludeRepos: ["Facebook/React"] } });
-    assert.ok(res.results.every((r) => r.name !== "react/react" && r.name.toLowerCase() !== "facebook/react"), res.results.map((r) => r.name).join(", "));
+    assert.ok(
+      res.results.every((r) => r.name !== "react/react" && r.name.toLowerCase() !== "facebook/react"),
+      res.results.map((r) => r.name).join(", "),
+    );
     assert.deepEqual(res.meta.appliedFilters.excludeRepos, ["Facebook/React"]);
   });
 
@@ -637,7 +712,10 @@ describe("query embeddings of searches that arrive together", () => {
     assert.equal(batchesQueries("use-lite@0.2.0", 1), false);
     assert.equal(loadConfig(coreEnv()).embedder.queryMaxBatch, 32);
     assert.throws(() => loadConfig(coreEnv({ QUERY_EMBED_MAX_BATCH: "0" })), /QUERY_EMBED_MAX_BATCH/);
-    assert.throws(() => new SearchEngine({ store: refStore, loadEmbedder: () => Promise.reject(new Error("never loaded")), queryEmbedMaxBatch: 0 }), /queryEmbedMaxBatch/);
+    assert.throws(
+      () => new SearchEngine({ store: refStore, loadEmbedder: () => Promise.reject(new Error("never loaded")), queryEmbedMaxBatch: 0 }),
+      /queryEmbedMaxBatch/,
+    );
   });
 });
 
@@ -681,7 +759,13 @@ describe("rerank enabled (RERANKER=local)", () => {
     const res = await rclient.search({ query: WORD, limit: 50, filters });
     assert.equal(res.meta.reranked, true);
     const reference = FIXTURE_NAMES.filter((n) => admits(payloads.get(n)!, filters)).sort();
-    assert.deepEqual(res.results.map((r) => r.name).filter(isFixture).sort(), reference);
+    assert.deepEqual(
+      res.results
+        .map((r) => r.name)
+        .filter(isFixture)
+        .sort(),
+      reference,
+    );
   });
 });
 
@@ -701,7 +785,10 @@ describe("errors over gRPC", () => {
       const err = await expectError(client.search(req));
       assert.equal(err.code, ErrorCode.ValidationError);
       assert.equal(grpcCodeOf(err), grpc.status.INVALID_ARGUMENT);
-      assert.deepEqual(err.details?.map((d) => `${d.path}:${d.rule}`), [detail]);
+      assert.deepEqual(
+        err.details?.map((d) => `${d.path}:${d.rule}`),
+        [detail],
+      );
       assert.equal(err.toJSON().error.status, 400);
     });
   }
@@ -773,7 +860,13 @@ describe("the real CLI process (serve --role core)", () => {
       const req: SearchRequest = { query: WORD, limit: 50, filters: { language: "go" } };
       const res = await cli.search(req);
       checkResponse(res, req, { dense: denseServed, rerankRan: false });
-      assert.deepEqual(res.results.map((r) => r.name).filter(isFixture).sort(), [GO, GO_LOWER].sort());
+      assert.deepEqual(
+        res.results
+          .map((r) => r.name)
+          .filter(isFixture)
+          .sort(),
+        [GO, GO_LOWER].sort(),
+      );
       assert.deepEqual(await cli.stats().then((s) => [s.version, s.count]), [v1Stats.version, v1Stats.count]);
     } finally {
       cli?.close();
@@ -821,10 +914,14 @@ describe("index swap under load", () => {
       assert.equal(rep.published, true);
       newVersion = String(rep.version);
 
-      const found = await waitUntil(async () => {
-        const res = await client.search({ query: `${WORD} newcomer`, limit: 50 });
-        return res.results.some((r) => r.name === NEWCOMER);
-      }, 10_000, 100);
+      const found = await waitUntil(
+        async () => {
+          const res = await client.search({ query: `${WORD} newcomer`, limit: 50 });
+          return res.results.some((r) => r.name === NEWCOMER);
+        },
+        10_000,
+        100,
+      );
       assert.ok(found, "the new fixture is searchable after the watcher interval");
       await sleep(300); // keep the load on the new version for a moment
     } finally {

@@ -46,7 +46,12 @@ const dependsOn = (s: Obj): Record<string, string> => {
   if (Array.isArray(d)) return Object.fromEntries(d.map((n: string) => [n, "service_started"]));
   return Object.fromEntries(Object.entries(d as Record<string, Obj>).map(([k, v]) => [k, v?.condition ?? "service_started"]));
 };
-const commandOf = (s: Obj): string[] => (Array.isArray(s.command) ? s.command.map(String) : String(s.command ?? "").split(/\s+/).filter(Boolean));
+const commandOf = (s: Obj): string[] =>
+  Array.isArray(s.command)
+    ? s.command.map(String)
+    : String(s.command ?? "")
+        .split(/\s+/)
+        .filter(Boolean);
 /** Short-syntax volume "SRC:DST[:MODE]" or long syntax, as {source, target, readOnly}. */
 const volumesOf = (s: Obj) =>
   ((s.volumes ?? []) as (string | Obj)[]).map((v) => {
@@ -84,17 +89,24 @@ test("compose: the stack's services exist", () => {
 
 test("compose: Qdrant has a volume and a health check; Postgres has env, a volume and a health check", () => {
   const q = svc("qdrant");
-  assert.ok(volumesOf(q).some((v) => v.target === "/qdrant/storage"), "qdrant storage volume");
+  assert.ok(
+    volumesOf(q).some((v) => v.target === "/qdrant/storage"),
+    "qdrant storage volume",
+  );
   assert.ok(q.healthcheck?.test, "qdrant healthcheck");
   const pg = svc("postgres");
   const env = envOf(pg);
   for (const k of ["POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB"]) assert.ok(env[k], `postgres ${k}`);
-  assert.ok(volumesOf(pg).some((v) => v.target === "/var/lib/postgresql/data"), "postgres data volume");
+  assert.ok(
+    volumesOf(pg).some((v) => v.target === "/var/lib/postgresql/data"),
+    "postgres data volume",
+  );
   assert.ok(pg.healthcheck?.test, "postgres healthcheck");
   const named = Object.keys(compose.volumes ?? {});
   for (const s of Object.values(services)) {
     for (const v of volumesOf(s)) {
-      if (!v.source.startsWith(".") && !v.source.startsWith("/") && !v.source.startsWith("$")) assert.ok(named.includes(v.source), `named volume ${v.source} is declared`);
+      if (!v.source.startsWith(".") && !v.source.startsWith("/") && !v.source.startsWith("$"))
+        assert.ok(named.includes(v.source), `named volume ${v.source} is declared`);
     }
   }
 });
@@ -119,7 +131,10 @@ test("compose: the gateway publishes 8080, depends on the core, and round-robins
   const gw = svc("gateway");
   assert.deepEqual(commandOf(gw), ["serve", "--role", "gateway"]);
   const ports = (gw.ports ?? []).map(String);
-  assert.ok(ports.some((p: string) => /(^|:)8080$/.test(p)), `gateway publishes container port 8080 (got ${ports.join(", ")})`);
+  assert.ok(
+    ports.some((p: string) => /(^|:)8080$/.test(p)),
+    `gateway publishes container port 8080 (got ${ports.join(", ")})`,
+  );
   const deps = dependsOn(gw);
   assert.ok("core" in deps, "gateway depends on core");
   assert.equal(deps.postgres, "service_healthy");
@@ -186,7 +201,10 @@ test("compose: reposearch services only set variables the service reads", () => 
 
 test("image: Dockerfile is multi-stage on node:20-bookworm-slim, prunes dev deps, runs non-root", () => {
   const text = readFileSync(path.join(projectRoot, "Dockerfile"), "utf8");
-  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const lines = text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
   const froms = lines.filter((l) => /^FROM\s/i.test(l));
   assert.ok(froms.length >= 2, "multi-stage");
   const nodeImage = /^ARG NODE_IMAGE=(\S+)$/m.exec(text)?.[1];
@@ -202,6 +220,8 @@ test("image: Dockerfile is multi-stage on node:20-bookworm-slim, prunes dev deps
   assert.ok(user && !/^(0|root)(:|$)/.test(user), `runtime stage runs as a non-root user (USER ${user})`);
   assert.match(runtime, /^ENTRYPOINT \["node", ?"bin\/reposearch\.js"\]$/m);
   for (const p of ["proto", "dist", "bin", "node_modules"]) assert.match(runtime, new RegExp(`COPY --from=\\S+ \\S*/${p} `), `runtime copies ${p}`);
-  const ignore = readFileSync(path.join(projectRoot, ".dockerignore"), "utf8").split("\n").map((l) => l.trim().replace(/^\/|\/$/g, ""));
+  const ignore = readFileSync(path.join(projectRoot, ".dockerignore"), "utf8")
+    .split("\n")
+    .map((l) => l.trim().replace(/^\/|\/$/g, ""));
   for (const p of ["data", "dist", "node_modules", "results"]) assert.ok(ignore.includes(p), `.dockerignore excludes ${p}/`);
 });

@@ -173,14 +173,19 @@ test("helm: templates are balanced and only include defined templates", () => {
     }
     assert.equal(depth, 0, `${f}: every if/range/with/define has its end`);
     for (const m of text.matchAll(/\b(?:include|template)\s+"([^"]+)"/g)) assert.ok(defined.has(m[1]!), `${f}: includes undefined template ${m[1]}`);
-    for (const m of text.matchAll(/\binclude\s+\(print\s+\$\.Template\.BasePath\s+"\/([^"]+)"\)/g)) assert.ok(templateFiles.includes(m[1]!), `${f}: includes missing file ${m[1]}`);
+    for (const m of text.matchAll(/\binclude\s+\(print\s+\$\.Template\.BasePath\s+"\/([^"]+)"\)/g))
+      assert.ok(templateFiles.includes(m[1]!), `${f}: includes missing file ${m[1]}`);
   }
 });
 
 test("helm: templates produce the same kinds as k8s/, each with the recommended labels", () => {
   const kindsIn = (texts: string[]) => new Set(texts.flatMap((t) => [...t.matchAll(/^kind:\s*(\w+)\s*$/gm)].map((m) => m[1]!)));
   const k8sDir = path.join(projectRoot, "k8s");
-  const k8sKinds = kindsIn(readdirSync(k8sDir).filter((f) => /\.ya?ml$/.test(f)).map((f) => readFileSync(path.join(k8sDir, f), "utf8")));
+  const k8sKinds = kindsIn(
+    readdirSync(k8sDir)
+      .filter((f) => /\.ya?ml$/.test(f))
+      .map((f) => readFileSync(path.join(k8sDir, f), "utf8")),
+  );
   k8sKinds.delete("Namespace"); // helm installs into the release namespace (--create-namespace)
   const manifests = templateFiles.filter((f) => f.endsWith(".yaml"));
   const helmKinds = kindsIn(manifests.map(templateText));
@@ -199,7 +204,11 @@ test("helm: templates produce the same kinds as k8s/, each with the recommended 
   }
   assert.match(labelsDef, /include "reposearch\.selectorLabels"/);
   for (const l of ["app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component"]) {
-    assert.match(selectorDef.slice(0, selectorDef.indexOf("{{- end }}")), new RegExp(`^${l.replace(/[./]/g, "\\$&")}:`, "m"), `reposearch.selectorLabels sets ${l}`);
+    assert.match(
+      selectorDef.slice(0, selectorDef.indexOf("{{- end }}")),
+      new RegExp(`^${l.replace(/[./]/g, "\\$&")}:`, "m"),
+      `reposearch.selectorLabels sets ${l}`,
+    );
   }
   const job = templateText("indexer-job.yaml");
   assert.match(job, /completionMode: Indexed/);
@@ -239,7 +248,15 @@ test("helm: helm lint --strict and helm template render schema-valid, labelled o
       const obj = d.toJS() as Obj | null;
       if (!obj) continue;
       const where = `${obj.kind}/${obj.metadata?.name}`;
-      for (const l of ["app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "app.kubernetes.io/part-of", "app.kubernetes.io/version", "app.kubernetes.io/managed-by", "helm.sh/chart"]) {
+      for (const l of [
+        "app.kubernetes.io/name",
+        "app.kubernetes.io/instance",
+        "app.kubernetes.io/component",
+        "app.kubernetes.io/part-of",
+        "app.kubernetes.io/version",
+        "app.kubernetes.io/managed-by",
+        "helm.sh/chart",
+      ]) {
         assert.ok(obj.metadata?.labels?.[l], `${where}: label ${l}`);
       }
       if (obj.kind === "ServiceMonitor") continue;

@@ -108,14 +108,14 @@ const named = (kind: string, name: string): Obj => {
   assert.ok(d, `${kind}/${name} exists in k8s/`);
   return d.obj;
 };
-const podSpecOf = (o: Obj): Obj => (o.kind === "Job" || o.kind === "Deployment" || o.kind === "StatefulSet" ? o.spec.template.spec : assert.fail(`${o.kind} has no pod template`));
+const podSpecOf = (o: Obj): Obj =>
+  o.kind === "Job" || o.kind === "Deployment" || o.kind === "StatefulSet" ? o.spec.template.spec : assert.fail(`${o.kind} has no pod template`);
 const container = (o: Obj, name: string): Obj => {
   const c = (podSpecOf(o).containers as Obj[]).find((x) => x.name === name);
   assert.ok(c, `${o.kind}/${o.metadata.name} has a container named ${name}`);
   return c;
 };
-const isSubset = (small: Record<string, string>, big: Record<string, string> | undefined) =>
-  !!big && Object.entries(small).every(([k, v]) => big[k] === v);
+const isSubset = (small: Record<string, string>, big: Record<string, string> | undefined) => !!big && Object.entries(small).every(([k, v]) => big[k] === v);
 
 test("k8s: every document parses, has a known kind, and passes the Kubernetes schema", async () => {
   assert.ok(docs.length >= 15, `expected the full set of manifests, found ${docs.length}`);
@@ -210,13 +210,17 @@ test("k8s: selectors match their pod templates; Services, HPAs, PDBs and Service
     assert.ok(target, `Service/${svc.metadata.name} selects no workload`);
     const containerPorts = new Set((target.spec.template.spec.containers as Obj[]).flatMap((c) => ((c.ports ?? []) as Obj[]).map((p) => p.name)));
     for (const p of svc.spec.ports as Obj[]) {
-      if (typeof p.targetPort === "string") assert.ok(containerPorts.has(p.targetPort), `Service/${svc.metadata.name}: targetPort ${p.targetPort} is a container port name`);
+      if (typeof p.targetPort === "string")
+        assert.ok(containerPorts.has(p.targetPort), `Service/${svc.metadata.name}: targetPort ${p.targetPort} is a container port name`);
     }
   }
   for (const { obj: hpa } of ofKind("HorizontalPodAutoscaler")) {
     assert.equal(hpa.apiVersion, "autoscaling/v2");
     const ref = hpa.spec.scaleTargetRef;
-    assert.ok(workloads.some((w) => w.kind === ref.kind && w.metadata.name === ref.name), `HPA/${hpa.metadata.name} targets ${ref.kind}/${ref.name}`);
+    assert.ok(
+      workloads.some((w) => w.kind === ref.kind && w.metadata.name === ref.name),
+      `HPA/${hpa.metadata.name} targets ${ref.kind}/${ref.name}`,
+    );
     const cpu = (hpa.spec.metrics as Obj[]).find((m) => m.type === "Resource" && m.resource?.name === "cpu");
     assert.equal(cpu?.resource.target.type, "Utilization");
     assert.equal(cpu?.resource.target.averageUtilization, 70, `HPA/${hpa.metadata.name}: CPU 70%`);
@@ -225,7 +229,10 @@ test("k8s: selectors match their pod templates; Services, HPAs, PDBs and Service
   for (const { obj: pdb } of ofKind("PodDisruptionBudget")) {
     assert.equal(pdb.apiVersion, "policy/v1");
     assert.equal(pdb.spec.minAvailable, 1);
-    assert.ok(workloads.some((w) => isSubset(pdb.spec.selector.matchLabels, w.spec.template.metadata.labels)), `PDB/${pdb.metadata.name} selects pods`);
+    assert.ok(
+      workloads.some((w) => isSubset(pdb.spec.selector.matchLabels, w.spec.template.metadata.labels)),
+      `PDB/${pdb.metadata.name} selects pods`,
+    );
   }
   for (const { obj: sm } of ofKind("ServiceMonitor")) {
     const svc = ofKind("Service").find((s) => isSubset(sm.spec.selector.matchLabels, s.obj.metadata.labels));
@@ -361,7 +368,11 @@ test("k8s: env references resolve and the Secret holds only obvious placeholders
         if (sRef) assert.ok(sRef.name === secret.metadata.name && sRef.key in secretData, `${where(d)}: ${e.name} -> Secret key ${sRef.key}`);
       }
       for (const m of (c.volumeMounts ?? []) as Obj[]) {
-        assert.ok((podSpecOf(d.obj).volumes ?? []).some((v: Obj) => v.name === m.name) || (d.obj.spec.volumeClaimTemplates ?? []).some((v: Obj) => v.metadata.name === m.name), `${where(d)}: volume ${m.name} is defined`);
+        assert.ok(
+          (podSpecOf(d.obj).volumes ?? []).some((v: Obj) => v.name === m.name) ||
+            (d.obj.spec.volumeClaimTemplates ?? []).some((v: Obj) => v.metadata.name === m.name),
+          `${where(d)}: volume ${m.name} is defined`,
+        );
       }
     }
     for (const v of (podSpecOf(d.obj).volumes ?? []) as Obj[]) {

@@ -36,8 +36,21 @@ const SERVICE_METRICS = [
   "serving_processes",
   "search_query_embed_batch_size",
 ];
-const RUNTIME_METRICS = ["process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds", "nodejs_eventloop_lag_p99_seconds", "nodejs_gc_duration_seconds", "up"];
-const HISTOGRAMS = new Set(["http_request_duration_seconds", "grpc_server_handling_seconds", "search_stage_duration_seconds", "search_query_embed_batch_size", "nodejs_gc_duration_seconds"]);
+const RUNTIME_METRICS = [
+  "process_cpu_seconds_total",
+  "process_resident_memory_bytes",
+  "nodejs_eventloop_lag_seconds",
+  "nodejs_eventloop_lag_p99_seconds",
+  "nodejs_gc_duration_seconds",
+  "up",
+];
+const HISTOGRAMS = new Set([
+  "http_request_duration_seconds",
+  "grpc_server_handling_seconds",
+  "search_stage_duration_seconds",
+  "search_query_embed_batch_size",
+  "nodejs_gc_duration_seconds",
+]);
 const KNOWN_METRICS = new Set([...SERVICE_METRICS, ...RUNTIME_METRICS]);
 
 /** The metric a series name belongs to (histogram series carry _bucket, _count, _sum). */
@@ -119,7 +132,12 @@ test("prometheus: the alert rules encode the agreed objectives and read real met
   const limiter = alert((r) => expr(r).includes("rate_limiter_unavailable_total"), "rate limiter unavailable");
   assert.match(expr(limiter), /increase\(rate_limiter_unavailable_total\[\w+\]\)\)?\s*>\s*0/);
   const stale = alert((r) => expr(r).includes("index_age_seconds"), "stale index");
-  const threshold = Number(/>\s*([0-9.e+*\s]+)$/.exec(expr(stale))?.[1]?.split("*").reduce((a, b) => a * Number(b), 1));
+  const threshold = Number(
+    />\s*([0-9.e+*\s]+)$/
+      .exec(expr(stale))?.[1]
+      ?.split("*")
+      .reduce((a, b) => a * Number(b), 1),
+  );
   assert.equal(threshold, 2 * 86400, "stale after 2 days");
   const down = alert((r) => /^up\{[^}]*job="reposearch-core"[^}]*\}\s*==\s*0$/.test(expr(r).trim()), "core down");
   assert.ok(down.for, "core down has a for: duration");
@@ -132,7 +150,10 @@ test("prometheus: the alert rules encode the agreed objectives and read real met
 
 test("prometheus: the scrape config finds the gateway and the core by DNS and loads the rules", () => {
   const cfg = parse(readFileSync(path.join(PROM_DIR, "prometheus.yml"), "utf8")) as Obj;
-  assert.ok((cfg.rule_files as string[]).some((f) => path.resolve(PROM_DIR, f) === path.join(PROM_DIR, "alerts.yml")), "rule_files loads alerts.yml");
+  assert.ok(
+    (cfg.rule_files as string[]).some((f) => path.resolve(PROM_DIR, f) === path.join(PROM_DIR, "alerts.yml")),
+    "rule_files loads alerts.yml",
+  );
   const job = (name: string): Obj => {
     const j = (cfg.scrape_configs as Obj[]).find((s) => s.job_name === name);
     assert.ok(j, `scrape job ${name}`);
@@ -208,18 +229,41 @@ test("grafana: every panel queries metrics reposearch exports, and together they
   for (const m of required) assert.ok(used.has(m), `the dashboard shows ${m}`);
   const exprs = panels.flatMap((p) => (p.targets as Obj[]).map((t) => String(t.expr)));
   for (const q of ["0.5", "0.95", "0.99"]) {
-    assert.ok(exprs.some((e) => e.includes(`histogram_quantile(${q}`) && e.includes("http_request_duration_seconds_bucket") && /\broute\b/.test(e)), `p${Number(q) * 100} latency by route`);
+    assert.ok(
+      exprs.some((e) => e.includes(`histogram_quantile(${q}`) && e.includes("http_request_duration_seconds_bucket") && /\broute\b/.test(e)),
+      `p${Number(q) * 100} latency by route`,
+    );
   }
-  assert.ok(exprs.some((e) => /by \(status\)/.test(e) && e.includes("http_request_duration_seconds_count")), "errors by status");
-  assert.ok(exprs.some((e) => /by \(instance\)/.test(e) && e.includes("grpc_server_handled_total")), "search calls per core instance (is every replica reached?)");
-  assert.ok(exprs.some((e) => /\bkind\b/.test(e) && e.includes("nodejs_gc_duration_seconds_sum")), "GC pause share by kind");
-  assert.ok(exprs.some((e) => /by \([^)]*stage/.test(e) && e.includes("search_stage_duration_seconds_bucket")), "latency by stage");
-  assert.ok(exprs.some((e) => /by \(scope\)/.test(e) && e.includes("rate_limit_rejections_total")), "rate-limit rejections by scope");
-  assert.ok(exprs.some((e) => e.includes('query_cache_requests_total{result="hit"}') && e.includes("/")), "query-cache hit ratio");
+  assert.ok(
+    exprs.some((e) => /by \(status\)/.test(e) && e.includes("http_request_duration_seconds_count")),
+    "errors by status",
+  );
+  assert.ok(
+    exprs.some((e) => /by \(instance\)/.test(e) && e.includes("grpc_server_handled_total")),
+    "search calls per core instance (is every replica reached?)",
+  );
+  assert.ok(
+    exprs.some((e) => /\bkind\b/.test(e) && e.includes("nodejs_gc_duration_seconds_sum")),
+    "GC pause share by kind",
+  );
+  assert.ok(
+    exprs.some((e) => /by \([^)]*stage/.test(e) && e.includes("search_stage_duration_seconds_bucket")),
+    "latency by stage",
+  );
+  assert.ok(
+    exprs.some((e) => /by \(scope\)/.test(e) && e.includes("rate_limit_rejections_total")),
+    "rate-limit rejections by scope",
+  );
+  assert.ok(
+    exprs.some((e) => e.includes('query_cache_requests_total{result="hit"}') && e.includes("/")),
+    "query-cache hit ratio",
+  );
 });
 
 test("metricsIn: picks metric names out of PromQL", () => {
-  assert.deepEqual(metricsIn('histogram_quantile(0.99, sum by (le, route) (rate(http_request_duration_seconds_bucket{route="/v1/x"}[$__rate_interval])))'), ["http_request_duration_seconds_bucket"]);
+  assert.deepEqual(metricsIn('histogram_quantile(0.99, sum by (le, route) (rate(http_request_duration_seconds_bucket{route="/v1/x"}[$__rate_interval])))'), [
+    "http_request_duration_seconds_bucket",
+  ]);
   assert.deepEqual(metricsIn('sum(rate(a_total{result="hit"}[5m])) / sum(rate(b_total[5m])) * 60 / 1e6'), ["a_total", "b_total"]);
   assert.deepEqual(metricsIn('count(up{job="reposearch-core"} == 1)'), ["up"]);
   assert.deepEqual(metricsIn("max by (job, instance) (nodejs_eventloop_lag_p99_seconds)"), ["nodejs_eventloop_lag_p99_seconds"]);

@@ -45,7 +45,11 @@ test("GET /docs renders the Swagger UI with POST /v1/codehost/search, without an
   gw = await startGateway(config, { version: "docs-test", coreAddress: `127.0.0.1:${await freePort()}` });
   const origin = new URL(gw.url).origin;
 
-  const browser = await playwright.chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  const browser = await playwright.chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
   onTestFinished(() => browser.close());
   const page = await browser.newPage();
   const requested: string[] = [];
@@ -81,7 +85,10 @@ test("GET /docs renders the Swagger UI with POST /v1/codehost/search, without an
 
   const external = requested.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith("data:"));
   assert.deepEqual(external, [], "no request leaves the server");
-  assert.ok(requested.some((u) => u === `${origin}/.well-known/openapi.json`), `the page loaded the document: ${requested.join(", ")}`);
+  assert.ok(
+    requested.some((u) => u === `${origin}/.well-known/openapi.json`),
+    `the page loaded the document: ${requested.join(", ")}`,
+  );
   assert.deepEqual(failed, [], "no failed requests");
   assert.deepEqual(badResponses, [], "no 4xx/5xx responses");
   assert.deepEqual(pageErrors, [], "no script errors");

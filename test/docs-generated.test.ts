@@ -53,7 +53,15 @@ test("docs: docs/configuration.md is generated from ENV_DOCS and up to date (npm
 test("docs: docs/benchmarks.md is generated from results/*.json and up to date (npm run docs:benchmarks)", () => {
   const want = renderBenchmarksDoc(projectRoot);
   assert.equal(read(BENCHMARKS_DOC), want, `${BENCHMARKS_DOC} is stale against results/*.json: run \`npm run docs:benchmarks\``);
-  for (const command of ["npm run eval", "npm run bench:index", "npm run bench:store", "npm run bench:search", "npm run loadtest", "npm run eval:classifier", "npm run eval:dedup"]) {
+  for (const command of [
+    "npm run eval",
+    "npm run bench:index",
+    "npm run bench:store",
+    "npm run bench:search",
+    "npm run loadtest",
+    "npm run eval:classifier",
+    "npm run eval:dedup",
+  ]) {
     assert.ok(want.includes(`\`${command}`), `${BENCHMARKS_DOC} names the command ${command}`);
   }
 });
@@ -68,7 +76,14 @@ test("docs: the benchmarks generator survives missing, partial and unreadable re
 
     mkdirSync(path.join(root, "results"));
     const write = (name: string, body: unknown) => writeFileSync(path.join(root, "results", name), typeof body === "string" ? body : JSON.stringify(body));
-    write("eval.json", { benchmark: "eval", date: "2026-12-01T10:00:00.000Z", runs: [{ method: "ranker (default)", dev: { ndcg10: 0.2 } }, null, 3], ranker: {}, tuning: { curve: [{}] }, teacherSlice: null });
+    write("eval.json", {
+      benchmark: "eval",
+      date: "2026-12-01T10:00:00.000Z",
+      runs: [{ method: "ranker (default)", dev: { ndcg10: 0.2 } }, null, 3],
+      ranker: {},
+      tuning: { curve: [{}] },
+      teacherSlice: null,
+    });
     write("bench-index.json", { benchmark: "index" });
     write("bench-store.json", "{ not json");
     write("bench-search.json", { results: { "grpc core, rerank off": { p50: 1 }, "gateway overhead p50 ms (rest p50 − core p50)": 0.5 } });

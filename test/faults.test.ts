@@ -325,7 +325,8 @@ async function assertLedger(accountId: string, outcomes: readonly Outcome[], tim
 const lateRefunds = (accountId: string): number =>
   logs.filter((l) => l.includes("refund completed after the ledger came back") && l.includes(accountId)).length;
 
-const count = (os: readonly Outcome[], status: number, code?: string) => os.filter((o) => o.status === status && (code === undefined || o.code === code)).length;
+const count = (os: readonly Outcome[], status: number, code?: string) =>
+  os.filter((o) => o.status === status && (code === undefined || o.code === code)).length;
 const summary = (os: readonly Outcome[]) => {
   const m = new Map<string, number>();
   for (const o of os) m.set(`${o.status}${o.code ? ` ${o.code}` : ""}`, (m.get(`${o.status}${o.code ? ` ${o.code}` : ""}`) ?? 0) + 1);
@@ -408,7 +409,10 @@ async function restoreAndSearch(proxy: FaultProxy, key: string, ip: string, all:
   proxy.restore();
   await waitHealthy(gw.url, ip);
   for (let i = 0; i < 3; i++) all.push(await search(gw.url, key, ip));
-  assert.deepEqual(all.slice(-3).map((o) => o.status), [200, 200, 200]);
+  assert.deepEqual(
+    all.slice(-3).map((o) => o.status),
+    [200, 200, 200],
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -438,7 +442,10 @@ faultTest("Redis cut, fail closed: 503 RATE_LIMIT_UNAVAILABLE + Retry-After, /he
   const rejected = count(all, 503);
   const { rows } = await ledgerOf(acct.id);
   const ids = new Set(rows.map((r) => r.requestId));
-  assert.ok(all.filter((o) => o.status === 503).every((o) => !ids.has(o.requestId)), "rejected requests left no ledger rows");
+  assert.ok(
+    all.filter((o) => o.status === 503).every((o) => !ids.has(o.requestId)),
+    "rejected requests left no ledger rows",
+  );
   console.log(`# redis cut, fail closed: ${JSON.stringify(summary(all))} (${rejected} rejected, charged ${count(all, 200)})`);
 });
 
@@ -471,7 +478,10 @@ faultTest("Redis cut, fail open: admitted from the in-process cap (RATE_LIMIT_FA
   const afterCut = [...during.filter((o) => o.startedAt >= cutAt), ...tail];
   assert.equal(count(all, 503), 0, "fail open never answers RATE_LIMIT_UNAVAILABLE");
   const admitted = afterCut.filter((o) => o.status === 200);
-  assert.ok(admitted.length >= 1 && admitted.length <= FAIL_OPEN_CAP, `at most ${FAIL_OPEN_CAP} admitted per key while Redis is down: ${JSON.stringify(summary(afterCut))}`);
+  assert.ok(
+    admitted.length >= 1 && admitted.length <= FAIL_OPEN_CAP,
+    `at most ${FAIL_OPEN_CAP} admitted per key while Redis is down: ${JSON.stringify(summary(afterCut))}`,
+  );
   for (const o of admitted) assert.equal(o.limit, String(FAIL_OPEN_CAP), "degraded answers carry the fail-open cap as their limit");
   const limited = afterCut.filter((o) => o.status === 429);
   assert.ok(limited.length >= 3, JSON.stringify(summary(afterCut)));
@@ -480,9 +490,16 @@ faultTest("Redis cut, fail open: admitted from the in-process cap (RATE_LIMIT_FA
     assert.ok(Number(o.retryAfter) >= 1, `Retry-After on 429: ${o.retryAfter}`);
     assert.equal(o.limit, String(FAIL_OPEN_CAP));
   }
-  assert.deepEqual(tail.slice(-3).map((o) => o.status), [429, 429, 429], "the cap holds after it is spent");
+  assert.deepEqual(
+    tail.slice(-3).map((o) => o.status),
+    [429, 429, 429],
+    "the cap holds after it is spent",
+  );
   assert.equal(count(afterCut, 200) + count(afterCut, 429), afterCut.length, JSON.stringify(summary(afterCut)));
-  assert.ok(logs.some((l) => l.includes("rate-limit store unavailable; failing open")), "the fail-open is logged");
+  assert.ok(
+    logs.some((l) => l.includes("rate-limit store unavailable; failing open")),
+    "the fail-open is logged",
+  );
 
   redisProxy.restore();
   await waitHealthy(gwOpen.url, healthIp);
@@ -511,7 +528,9 @@ faultTest("Postgres cut: searches fail closed (502), /health unhealthy with db d
 
   await restoreAndSearch(pgProxy, acct.key, ip, all);
   await assertLedger(acct.id, all, 10_000);
-  console.log(`# postgres cut: ${JSON.stringify(summary(all))}; after the cut ${JSON.stringify(summary(afterCut))}; refunded after the connection came back: ${lateRefunds(acct.id)}`);
+  console.log(
+    `# postgres cut: ${JSON.stringify(summary(all))}; after the cut ${JSON.stringify(summary(afterCut))}; refunded after the connection came back: ${lateRefunds(acct.id)}`,
+  );
 });
 
 faultTest("Postgres cut in the middle of a debit (burst of 50): no double charge, no lost debit, no charge without an answer", async () => {
@@ -522,7 +541,9 @@ faultTest("Postgres cut in the middle of a debit (burst of 50): no double charge
   // every connection is cut. Debits of other requests in that window commit unanswered too.
   const cutDone = pgProxy.cutAfterNth("SELECT id, 'debit'", 8, 150);
   const burst = Promise.all(
-    Array.from({ length: 50 }, (_, i) => search(gw.url, acct.key, ip, `${["http client", "web framework", "parser", "database"][i % 4]} ${RUN} burst ${i % 7}`)),
+    Array.from({ length: 50 }, (_, i) =>
+      search(gw.url, acct.key, ip, `${["http client", "web framework", "parser", "database"][i % 4]} ${RUN} burst ${i % 7}`),
+    ),
   );
   await cutDone;
   const outcomes = await burst;

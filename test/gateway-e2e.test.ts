@@ -171,7 +171,14 @@ describe("200 search", () => {
     assert.ok(!af.categories.values.includes("educational") && !af.categories.values.includes("curated-list"));
     assert.ok(af.categories.values.includes("library"));
     assert.deepEqual(
-      { minStars: af.minStars, maxStars: af.maxStars, minForks: af.minForks, maxForks: af.maxForks, language: af.language, staleAfterMonths: af.staleAfterMonths },
+      {
+        minStars: af.minStars,
+        maxStars: af.maxStars,
+        minForks: af.minForks,
+        maxForks: af.maxForks,
+        language: af.language,
+        staleAfterMonths: af.staleAfterMonths,
+      },
       { minStars: null, maxStars: null, minForks: null, maxForks: null, language: null, staleAfterMonths: null },
     );
     assert.deepEqual(af.excludeRepos, []);
@@ -192,14 +199,22 @@ describe("200 search", () => {
     const three = await expectBody<SearchBody>(await postSearch(gw.url, { query: "web framework", limit: 3 }, key), 200, "SearchResponse");
     assert.ok(three.results.length <= 3 && three.results.length > 0);
 
-    const tree = await expectBody<SearchBody>(await postSearch(gw.url, { query: "command line tool", limit: 5, includeTree: true }, key), 200, "SearchResponse");
+    const tree = await expectBody<SearchBody>(
+      await postSearch(gw.url, { query: "command line tool", limit: 5, includeTree: true }, key),
+      200,
+      "SearchResponse",
+    );
     assert.ok(tree.results.length > 0);
     for (const r of tree.results) assert.ok("tree" in r && (r.tree === null || typeof r.tree === "string"), "includeTree adds tree");
     // Few records of the dataset carry a tree: look one of them up by its own description.
     const withTree = datasetRows.find((r) => Array.isArray(r.tree) && r.tree.length > 0 && typeof r.description === "string" && r.description.length > 10);
     assert.ok(withTree, "the dataset slice has a record with a tree");
     const named = await expectBody<SearchBody>(
-      await postSearch(gw.url, { query: String(withTree.description).slice(0, 500), limit: 50, includeTree: true, filters: { categories: [], excludeArchived: false } }, key),
+      await postSearch(
+        gw.url,
+        { query: String(withTree.description).slice(0, 500), limit: 50, includeTree: true, filters: { categories: [], excludeArchived: false } },
+        key,
+      ),
       200,
       "SearchResponse",
     );
@@ -207,7 +222,10 @@ describe("200 search", () => {
     assert.ok(hit, `${String(withTree.name)} is found by its description`);
     assert.ok(typeof hit.tree === "string" && hit.tree.length > 0, "a result with a tree in the index carries it");
     // docs/api.md: newline-separated paths, directories end with "/".
-    assert.ok(hit.tree.split("\n").some((p) => p.endsWith("/")), hit.tree.slice(0, 200));
+    assert.ok(
+      hit.tree.split("\n").some((p) => p.endsWith("/")),
+      hit.tree.slice(0, 200),
+    );
 
     const filtered = await expectBody<SearchBody>(
       await postSearch(
@@ -215,7 +233,15 @@ describe("200 search", () => {
         {
           query: "library",
           limit: 50,
-          filters: { language: "python", minStars: 100, categories: ["library", "tool"], excludeArchived: false, excludeRepos: ["a/b"], topics: ["python"], staleAfterMonths: 600 },
+          filters: {
+            language: "python",
+            minStars: 100,
+            categories: ["library", "tool"],
+            excludeArchived: false,
+            excludeRepos: ["a/b"],
+            topics: ["python"],
+            staleAfterMonths: 600,
+          },
         },
         key,
       ),
@@ -306,32 +332,55 @@ describe("400 VALIDATION_ERROR", () => {
   });
 
   test("every problem in a body is reported, not only the first", async () => {
-    const err = await expectError(await postSearch(gw.url, { query: "", limit: 99, filters: { minStars: -1, categories: ["nope"] } }, acct.key), 400, "VALIDATION_ERROR");
+    const err = await expectError(
+      await postSearch(gw.url, { query: "", limit: 99, filters: { minStars: -1, categories: ["nope"] } }, acct.key),
+      400,
+      "VALIDATION_ERROR",
+    );
     const got = new Set(err.details!.map((d) => `${d.path} ${d.rule}`));
-    for (const want of ["/query minLength", "/limit maximum", "/filters/minStars minimum", "/filters/categories/0 enum"]) assert.ok(got.has(want), `${want} in ${[...got].join(", ")}`);
+    for (const want of ["/query minLength", "/limit maximum", "/filters/minStars minimum", "/filters/categories/0 enum"])
+      assert.ok(got.has(want), `${want} in ${[...got].join(", ")}`);
   });
 
   test("malformed JSON, wrong content type and an oversized body → 400 (before authentication)", async () => {
     for (const key of [acct.key, undefined]) {
       let err = await expectError(await postSearch(gw.url, '{"query": "x",', key), 400, "VALIDATION_ERROR");
-      assert.deepEqual(err.details?.map((d) => d.rule), ["json"]);
+      assert.deepEqual(
+        err.details?.map((d) => d.rule),
+        ["json"],
+      );
       err = await expectError(await postSearch(gw.url, "{'query': 'x'}", key), 400, "VALIDATION_ERROR");
-      assert.deepEqual(err.details?.map((d) => d.rule), ["json"]);
+      assert.deepEqual(
+        err.details?.map((d) => d.rule),
+        ["json"],
+      );
       err = await expectError(await postSearch(gw.url, JSON.stringify({ query: "x" }), key, { "content-type": "text/plain" }), 400, "VALIDATION_ERROR");
-      assert.deepEqual(err.details?.map((d) => d.rule), ["contentType"]);
+      assert.deepEqual(
+        err.details?.map((d) => d.rule),
+        ["contentType"],
+      );
       err = await expectError(
         await fetch(`${gw.url}${SEARCH_PATH}`, { method: "POST", headers: key ? { "x-api-key": key } : {}, body: new Uint8Array([1, 2, 3]) }),
         400,
         "VALIDATION_ERROR",
       );
-      assert.deepEqual(err.details?.map((d) => d.rule), ["contentType"]);
+      assert.deepEqual(
+        err.details?.map((d) => d.rule),
+        ["contentType"],
+      );
       err = await expectError(await postSearch(gw.url, JSON.stringify({ query: "x".repeat(20_000) }), key), 400, "VALIDATION_ERROR");
-      assert.deepEqual(err.details?.map((d) => d.rule), ["maxBodyBytes"]);
+      assert.deepEqual(
+        err.details?.map((d) => d.rule),
+        ["maxBodyBytes"],
+      );
     }
     // An empty JSON body parses as {} and fails on the missing query.
     const empty = await expectError(await postSearch(gw.url, "", acct.key), 400, "VALIDATION_ERROR");
     assert.ok(empty.details?.some((d) => d.path === "/query" && d.rule === "required"));
-    assert.deepEqual(ledgerRows(acct.name).map((r) => r.kind), ["topup"]);
+    assert.deepEqual(
+      ledgerRows(acct.name).map((r) => r.kind),
+      ["topup"],
+    );
   });
 });
 
@@ -511,7 +560,11 @@ describe("429, 502, 503, 500", () => {
     assert.equal(await accounts.balance(a.name), 5 * MICROS_PER_USD);
 
     const hr = await fetch(`${dead.url}/health`);
-    const h = await expectBody<{ status: string; services: { db: { status: string }; cache: { status: string; latencyMs: number; error?: string } } }>(hr, 200, "Health");
+    const h = await expectBody<{ status: string; services: { db: { status: string }; cache: { status: string; latencyMs: number; error?: string } } }>(
+      hr,
+      200,
+      "Health",
+    );
     assert.equal(h.status, "degraded");
     assert.equal(h.services.db.status, "up");
     assert.equal(h.services.cache.status, "down");
@@ -560,11 +613,12 @@ describe("429, 502, 503, 500", () => {
 describe("health and descriptive documents", () => {
   test("/health: 200 healthy, db and cache up with latencies, uptime in seconds", async () => {
     const res = await fetch(`${gw.url}/health`);
-    const h = await expectBody<{ status: string; version: string; uptime: number; services: { db: { status: string; latencyMs: number }; cache: { status: string; latencyMs: number } } }>(
-      res,
-      200,
-      "Health",
-    );
+    const h = await expectBody<{
+      status: string;
+      version: string;
+      uptime: number;
+      services: { db: { status: string; latencyMs: number }; cache: { status: string; latencyMs: number } };
+    }>(res, 200, "Health");
     assert.equal(h.status, "healthy");
     assert.equal(h.version, VERSION);
     assert.equal(h.services.db.status, "up");
@@ -626,8 +680,14 @@ test("logs never contain a key or its secret part", async () => {
   assert.ok(presentedKeys.size >= 10, `keys checked: ${presentedKeys.size}`);
   const access = logLines.filter((l) => l.includes('"msg":"request"'));
   assert.ok(access.length > 50, `access-log lines captured: ${access.length}`);
-  assert.ok(access.some((l) => l.includes(a.prefix)), "the key prefix (public part) is logged for authenticated requests");
-  assert.ok(logLines.some((l) => l.includes('"upstream failure"')), "502 failures were logged");
+  assert.ok(
+    access.some((l) => l.includes(a.prefix)),
+    "the key prefix (public part) is logged for authenticated requests",
+  );
+  assert.ok(
+    logLines.some((l) => l.includes('"upstream failure"')),
+    "502 failures were logged",
+  );
   for (const key of presentedKeys) {
     const secret = key.slice("rsk_".length + 8 + 1); // after "rsk_<public id>_"
     for (const line of logLines) {

@@ -81,8 +81,48 @@ const int = (lo: number, hi: number): number => lo + Math.floor(rnd() * (hi - lo
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
 const chance = (p: number): boolean => rnd() < p;
 
-const WORDS = ["http", "client", "library", "rust", "parser", "json", "web", "framework", "cli", "database", "orm", "async", "graph", "neural", "agent", "llm", "react", "kubernetes", "logging", "test", "markdown", "compiler", "game", "engine", "editor"];
-const CATEGORIES = ["library", "framework", "tool", "application", "infrastructure", "ai-ml", "agent", "frontend", "data", "starter", "curated-list", "educational", "plugin"];
+const WORDS = [
+  "http",
+  "client",
+  "library",
+  "rust",
+  "parser",
+  "json",
+  "web",
+  "framework",
+  "cli",
+  "database",
+  "orm",
+  "async",
+  "graph",
+  "neural",
+  "agent",
+  "llm",
+  "react",
+  "kubernetes",
+  "logging",
+  "test",
+  "markdown",
+  "compiler",
+  "game",
+  "engine",
+  "editor",
+];
+const CATEGORIES = [
+  "library",
+  "framework",
+  "tool",
+  "application",
+  "infrastructure",
+  "ai-ml",
+  "agent",
+  "frontend",
+  "data",
+  "starter",
+  "curated-list",
+  "educational",
+  "plugin",
+];
 const LANGUAGES = ["Python", "python", "Rust", "Go", "TypeScript", "javascript", "C++", "Jupyter Notebook", "N/A", "Zig"];
 
 /** Random Unicode: ASCII, Latin, CJK, emoji, combining marks, controls, NUL, RTL marks, lone surrogates. */
@@ -143,7 +183,23 @@ function randomJson(depth = 0): unknown {
   }
 }
 
-const FIELD_NAMES = ["query", "limit", "includeTree", "filters", "minStars", "maxStars", "minForks", "maxForks", "language", "excludeRepos", "categories", "topics", "excludeArchived", "staleAfterMonths", "rerank"];
+const FIELD_NAMES = [
+  "query",
+  "limit",
+  "includeTree",
+  "filters",
+  "minStars",
+  "maxStars",
+  "minForks",
+  "maxForks",
+  "language",
+  "excludeRepos",
+  "categories",
+  "topics",
+  "excludeArchived",
+  "staleAfterMonths",
+  "rerank",
+];
 
 /** A schema-valid request with random filters. */
 function validRequest(): Record<string, unknown> {
@@ -173,7 +229,10 @@ const PATHS: readonly string[][] = [
   ["limit"],
   ["includeTree"],
   ["filters"],
-  ...["minStars", "maxStars", "minForks", "maxForks", "language", "excludeRepos", "categories", "topics", "excludeArchived", "staleAfterMonths"].map((f) => ["filters", f]),
+  ...["minStars", "maxStars", "minForks", "maxForks", "language", "excludeRepos", "categories", "topics", "excludeArchived", "staleAfterMonths"].map((f) => [
+    "filters",
+    f,
+  ]),
   ["filters", "excludeRepos", "0"],
   ["filters", "categories", "0"],
   ["filters", "topics", "0"],
@@ -185,7 +244,18 @@ function wrongTypeAtField(): Record<string, unknown> {
     query: words(3),
     limit: 5,
     includeTree: false,
-    filters: { minStars: 1, maxStars: 100000, minForks: 0, maxForks: 100000, language: "Python", excludeRepos: ["a/b"], categories: ["library"], topics: ["json"], excludeArchived: true, staleAfterMonths: 120 },
+    filters: {
+      minStars: 1,
+      maxStars: 100000,
+      minForks: 0,
+      maxForks: 100000,
+      language: "Python",
+      excludeRepos: ["a/b"],
+      categories: ["library"],
+      topics: ["json"],
+      excludeArchived: true,
+      staleAfterMonths: 120,
+    },
   };
   const p = pick(PATHS);
   let node: Record<string, unknown> = req;
@@ -198,7 +268,29 @@ function wrongTypeAtField(): Record<string, unknown> {
 
 /** JSON text with raw number tokens JSON.stringify cannot produce (some are not JSON at all). */
 function rawNumberCase(): string {
-  const token = pick(["1e309", "-1e309", "-0", "-0.0", "0e0", "1e-400", "12345678901234567890", "1E1", "10.0", "5.000000000000001", "NaN", "Infinity", "-Infinity", "0x10", "010", "+1", ".5", "5.", "1_000", "\"5\"", "null"]);
+  const token = pick([
+    "1e309",
+    "-1e309",
+    "-0",
+    "-0.0",
+    "0e0",
+    "1e-400",
+    "12345678901234567890",
+    "1E1",
+    "10.0",
+    "5.000000000000001",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "0x10",
+    "010",
+    "+1",
+    ".5",
+    "5.",
+    "1_000",
+    '"5"',
+    "null",
+  ]);
   const field = pick(["limit", "filters.minStars", "filters.maxForks", "filters.staleAfterMonths", "query"]);
   return field.startsWith("filters.") ? `{"query":"json parser","filters":{"${field.slice(8)}":${token}}}` : `{"query":"json parser","${field}":${token}}`;
 }
@@ -234,7 +326,18 @@ function truncated(): string {
 }
 
 const JSON_TYPES = ["application/json", "application/json; charset=utf-8", "Application/JSON", "application/json;charset=UTF-8"];
-const ODD_TYPES = [undefined, "", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=utf-16", "application/json; charset=latin1", "application/jsonx", "multipart/form-data; boundary=x", "application/*", "*/*"];
+const ODD_TYPES = [
+  undefined,
+  "",
+  "text/plain",
+  "application/x-www-form-urlencoded",
+  "application/json; charset=utf-16",
+  "application/json; charset=latin1",
+  "application/jsonx",
+  "multipart/form-data; boundary=x",
+  "application/*",
+  "*/*",
+];
 
 function nextCase(): Case {
   const ct = (): string | undefined => (chance(0.93) ? pick(JSON_TYPES) : pick(ODD_TYPES));
@@ -245,12 +348,27 @@ function nextCase(): Case {
   if (r < 0.58) return { kind: "raw-number", body: rawNumberCase(), contentType: ct() };
   if (r < 0.63) {
     const n = pick([499, 500, 501, int(0, 600), int(1000, 20_000)]);
-    return { kind: "huge-string", body: JSON.stringify({ query: chance(0.5) ? "x".repeat(n) : unicodeString(n), ...(chance(0.3) ? { filters: { language: "y".repeat(int(90, 120)) } } : {}) }), contentType: ct() };
+    return {
+      kind: "huge-string",
+      body: JSON.stringify({
+        query: chance(0.5) ? "x".repeat(n) : unicodeString(n),
+        ...(chance(0.3) ? { filters: { language: "y".repeat(int(90, 120)) } } : {}),
+      }),
+      contentType: ct(),
+    };
   }
   if (r < 0.68) return { kind: "deep-nesting", body: deepNesting(), contentType: ct() };
   if (r < 0.74) return { kind: "random-bytes", body: new Uint8Array(randomBytes(int(0, 3000))), contentType: ct() };
   if (r < 0.8) return { kind: "truncated", body: truncated(), contentType: ct() };
-  if (r < 0.86) return { kind: "unicode", body: JSON.stringify({ query: unicodeString(int(1, 200)), filters: chance(0.5) ? { topics: [unicodeString(int(1, 10))], language: unicodeString(int(1, 20)) } : {} }), contentType: ct() };
+  if (r < 0.86)
+    return {
+      kind: "unicode",
+      body: JSON.stringify({
+        query: unicodeString(int(1, 200)),
+        filters: chance(0.5) ? { topics: [unicodeString(int(1, 10))], language: unicodeString(int(1, 20)) } : {},
+      }),
+      contentType: ct(),
+    };
   if (r < 0.92) return { kind: "prototype-pollution", body: prototypePollution(), contentType: ct() };
   if (r < 0.95) {
     const s = JSON.stringify(validRequest());
@@ -258,12 +376,36 @@ function nextCase(): Case {
       { kind: "gzip", body: new Uint8Array(gzipSync(s)), contentType: "application/json", contentEncoding: "gzip" },
       { kind: "bad-gzip", body: new Uint8Array(randomBytes(int(1, 200))), contentType: "application/json", contentEncoding: "gzip" },
       { kind: "unknown-encoding", body: s, contentType: "application/json", contentEncoding: pick(["br", "zstd", "x-nope", "identity, gzip"]) },
-      { kind: "gzip-bomb-ish", body: new Uint8Array(gzipSync(JSON.stringify({ query: "x", pad: "a".repeat(200_000) }))), contentType: "application/json", contentEncoding: "gzip" },
+      {
+        kind: "gzip-bomb-ish",
+        body: new Uint8Array(gzipSync(JSON.stringify({ query: "x", pad: "a".repeat(200_000) }))),
+        contentType: "application/json",
+        contentEncoding: "gzip",
+      },
     ]);
   }
   return {
     kind: "edge-literals",
-    body: pick(["", " ", "null", "true", "0", '"query"', "[]", "{}", "[[]]", '{"query":null}', '{"query":"x",}', "{\"query\":'x'}", '{"query":"x"}garbage', '{"query":"x"}{"query":"y"}', "\ufeff{\"query\":\"x\"}", '{"query":"\\ud800"}', '{"query":"\\u0000"}', '{"query":"x","limit":10,"limit":99}']),
+    body: pick([
+      "",
+      " ",
+      "null",
+      "true",
+      "0",
+      '"query"',
+      "[]",
+      "{}",
+      "[[]]",
+      '{"query":null}',
+      '{"query":"x",}',
+      "{\"query\":'x'}",
+      '{"query":"x"}garbage',
+      '{"query":"x"}{"query":"y"}',
+      '\ufeff{"query":"x"}',
+      '{"query":"\\ud800"}',
+      '{"query":"\\u0000"}',
+      '{"query":"x","limit":10,"limit":99}',
+    ]),
     contentType: ct(),
   };
 }
@@ -380,7 +522,7 @@ test(`fuzz: ${CASES} random and malformed bodies → only 200/400/403/429, every
   assert.equal(balanceBefore - balanceAfter, (byStatus.get(200) ?? 0) * SEARCH_PRICE_MICROS, "ledger: one debit per 200");
 
   assert.deepEqual(Object.getOwnPropertyNames(Object.prototype).sort(), protoBefore, "Object.prototype unchanged");
-  assert.equal((({}) as Record<string, unknown>).polluted, undefined);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
   assert.deepEqual(problems, [], "nothing logged at error level");
 
   // Still serving normally afterwards.

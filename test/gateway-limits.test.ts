@@ -136,7 +136,10 @@ test("100 parallel searches against a per-account limit of 60 → exactly 60 × 
   assert.deepEqual(countBy(answers), { "200": 60, "429 RATE_LIMIT_EXCEEDED": 40 }, logLines.slice(-5).join("\n"));
   // Each admitted request saw its own count: remaining 59, 58, …, 0, each exactly once.
   const remaining = answers.filter((x) => x.status === 200).map((x) => Number(x.headers.get("x-ratelimit-remaining")));
-  assert.deepEqual(remaining.sort((x, y) => x - y), Array.from({ length: 60 }, (_, i) => i));
+  assert.deepEqual(
+    remaining.sort((x, y) => x - y),
+    Array.from({ length: 60 }, (_, i) => i),
+  );
   for (const r of answers.filter((x) => x.status === 429)) {
     assert.equal(r.headers.get("x-ratelimit-limit"), "60");
     assert.equal(r.headers.get("x-ratelimit-remaining"), "0");
@@ -196,7 +199,9 @@ test("two gateway processes sharing Redis and a SQLite ledger admit exactly the 
   onTestFinished(() => store.close());
   const a = await account(store, 5);
   const ip = uniqueIp();
-  const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => search(urls[i % 2]!, a.key, ip).then((r) => answer(r).then((x) => ({ ...x, via: i % 2 })))));
+  const answers = await Promise.all(
+    Array.from({ length: 100 }, (_, i) => search(urls[i % 2]!, a.key, ip).then((r) => answer(r).then((x) => ({ ...x, via: i % 2 })))),
+  );
   assert.deepEqual(countBy(answers), { "200": 60, "429 RATE_LIMIT_EXCEEDED": 40 }, "without a shared count each process would admit 50");
   const perProcess = [0, 1].map((p) => answers.filter((x) => x.via === p && x.status === 200).length);
   assert.equal(perProcess[0]! + perProcess[1]!, 60, `admitted per process: ${perProcess.join(" + ")}`);
@@ -241,14 +246,18 @@ async function creditRace(gateways: readonly GatewayHandle[], store: AccountStor
   const rich = await account(store, 5);
   const ip = uniqueIp();
   const n = 50;
-  const ok = await Promise.all(Array.from({ length: n }, (_, i) => search(gateways[i % gateways.length]!.url, rich.key, ip, `orm ${i % 7} ${NONCE}`).then(answer)));
+  const ok = await Promise.all(
+    Array.from({ length: n }, (_, i) => search(gateways[i % gateways.length]!.url, rich.key, ip, `orm ${i % 7} ${NONCE}`).then(answer)),
+  );
   assert.deepEqual(countBy(ok), { "200": n });
   assert.equal(await store.balance(rich.name), 5 * MICROS_PER_USD - n * SEARCH_PRICE_MICROS);
 
   // 50 parallel searches with a balance of exactly 30: 30 answered, 20 refused, balance 0, never negative.
   const poor = await account(store, 5);
   await leaveSearches(store, poor, 30);
-  const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => search(gateways[i % gateways.length]!.url, poor.key, ip, `yaml ${i % 5} ${NONCE}`).then(answer)));
+  const answers = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => search(gateways[i % gateways.length]!.url, poor.key, ip, `yaml ${i % 5} ${NONCE}`).then(answer)),
+  );
   assert.deepEqual(countBy(answers), { "200": 30, "403 INSUFFICIENT_CREDITS": 20 });
   assert.equal(await store.balance(poor.name), 0);
 }

@@ -95,7 +95,9 @@ export function logLines(stderr: string): Record<string, unknown>[] {
 }
 
 export function lastReport(stderr: string): Record<string, unknown> {
-  const r = logLines(stderr).filter((l) => l.msg === "index run finished").pop();
+  const r = logLines(stderr)
+    .filter((l) => l.msg === "index run finished")
+    .pop();
   if (!r) throw new Error(`no index report in output:\n${stderr.slice(-3000)}`);
   return r;
 }
@@ -111,6 +113,16 @@ export function knownEnvVars(): Set<string> {
   const body = src.slice(start, src.indexOf("\n});", start));
   const keys = new Set([...body.matchAll(/^\s+([A-Z][A-Z0-9_]*):/gm)].map((m) => m[1]!));
   assert.ok(keys.has("DATA_DIR") && keys.has("CORE_ADDRESS"), "parsed the config schema's keys");
-  for (const k of ["VECTOR_STORE", "QDRANT_URL", "QDRANT_API_KEY", "QDRANT_COLLECTION", "QDRANT_QUANTIZATION", "QDRANT_TIMEOUT_MS", "OTEL_EXPORTER_OTLP_ENDPOINT", "METRICS_PORT"]) keys.add(k);
+  for (const k of [
+    "VECTOR_STORE",
+    "QDRANT_URL",
+    "QDRANT_API_KEY",
+    "QDRANT_COLLECTION",
+    "QDRANT_QUANTIZATION",
+    "QDRANT_TIMEOUT_MS",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "METRICS_PORT",
+  ])
+    keys.add(k);
   return keys;
 }

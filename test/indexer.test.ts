@@ -176,12 +176,20 @@ test("bad lines are counted and reported with line numbers; good lines are index
   assert.match(r.stdout, /line 4: name: not an owner\/repo name/);
   assert.match(r.stdout, /line 5: stars: expected a number/);
   const file = JSON.parse(readFileSync(String(rep.reportFile), "utf8")) as { rejects: { line: number }[] };
-  assert.deepEqual(file.rejects.map((x) => x.line), [2, 4, 5]);
+  assert.deepEqual(
+    file.rejects.map((x) => x.line),
+    [2, 4, 5],
+  );
 });
 
 test("streams a gzipped dataset from an http URL; --limit takes the first N; progress is logged off a terminal", async () => {
   const dir = await freshDataDir("url");
-  const gz = gzipSync(rows.slice(0, 300).map((r) => JSON.stringify(r)).join("\n"));
+  const gz = gzipSync(
+    rows
+      .slice(0, 300)
+      .map((r) => JSON.stringify(r))
+      .join("\n"),
+  );
   const server = createServer((_req, res) => res.end(gz));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   try {
@@ -189,7 +197,9 @@ test("streams a gzipped dataset from an http URL; --limit takes the first N; pro
     const r = await runCli(["index", "--dataset", url, "--data-dir", dir, "--limit", "120"], testEnv());
     assert.equal(r.code, 0, r.stderr.slice(-2000));
     assert.equal(lastReport(r.stderr).embedded, 120);
-    const stages = logLines(r.stderr).filter((l) => l.msg === "stage done").map((l) => l.stage);
+    const stages = logLines(r.stderr)
+      .filter((l) => l.msg === "stage done")
+      .map((l) => l.stage);
     assert.ok(stages.includes("read") && stages.includes("embed"), `stages: ${stages.join(",")}`);
   } finally {
     server.close();

@@ -101,7 +101,10 @@ test("postgres: dropped idle connections are logged, not fatal, and the pool rec
       await admin.end();
     }
     await new Promise((r) => setTimeout(r, 200));
-    assert.ok(lines.some((l) => l.includes("idle postgres connection failed")), "the pool error was logged");
+    assert.ok(
+      lines.some((l) => l.includes("idle postgres connection failed")),
+      "the pool error was logged",
+    );
     assert.equal((await store.health()).status, "up");
   } finally {
     setLogSink(prev);

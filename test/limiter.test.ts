@@ -120,7 +120,10 @@ test("redis down, fail closed → RATE_LIMIT_UNAVAILABLE; cacheHealth down", asy
   const h = await l.cacheHealth();
   assert.equal(h.status, "down");
   assert.ok(typeof h.error === "string" && h.error.length > 0);
-  assert.ok(logLines.some((line) => line.includes("rate-limit store unavailable")), "logs a warning");
+  assert.ok(
+    logLines.some((line) => line.includes("rate-limit store unavailable")),
+    "logs a warning",
+  );
 });
 
 test("redis down, fail open → admitted up to the per-process cap, then 429", async () => {

@@ -122,10 +122,7 @@ async function startPrometheus(targets: Record<string, string>): Promise<void> {
   prom.stderr!.on("data", (d: Buffer) => (promLog += d.toString()));
   const exited = new Promise<never>((_, reject) => prom!.once("exit", (code) => reject(new Error(`prometheus exited (${code}):\n${promLog.slice(-3000)}`))));
   exited.catch(() => {});
-  await Promise.race([
-    waitFor("Prometheus to be ready", async () => (await fetch(`${promUrl}/-/ready`)).ok),
-    exited,
-  ]);
+  await Promise.race([waitFor("Prometheus to be ready", async () => (await fetch(`${promUrl}/-/ready`)).ok), exited]);
 }
 
 async function stopPrometheus(): Promise<void> {
@@ -204,7 +201,10 @@ test.skipIf(SKIPPED)("Prometheus scrapes the key series after valid, 400, 401, 4
   assert.equal(await status(postSearch(gw, q, brokeKey)), 403);
 
   // Two or more scrapes after the requests.
-  await waitFor("the requests' counters in Prometheus", async () => (await scalar("sum(auth_failures_total)")) >= 3 && (await scalar("sum(credits_debited_micros_total)")) > 0);
+  await waitFor(
+    "the requests' counters in Prometheus",
+    async () => (await scalar("sum(auth_failures_total)")) >= 3 && (await scalar("sum(credits_debited_micros_total)")) > 0,
+  );
   await new Promise((r) => setTimeout(r, 2_500));
 
   const series: [string, string][] = [
@@ -229,7 +229,11 @@ test.skipIf(SKIPPED)("Prometheus scrapes the key series after valid, 400, 401, 4
   for (const [what, expr] of series) assert.ok((await query(expr)).length > 0, `${what}: no series for ${expr}`);
 
   for (const stage of ["embed", "lexical", "dense", "rank", "evidence"]) {
-    assert.equal(await scalar(`sum(search_stage_duration_seconds_count{stage="${stage}"})`), 1, `${stage}: one core search (the cache hit never reached the core)`);
+    assert.equal(
+      await scalar(`sum(search_stage_duration_seconds_count{stage="${stage}"})`),
+      1,
+      `${stage}: one core search (the cache hit never reached the core)`,
+    );
   }
   assert.equal(await scalar("sum(credits_debited_micros_total)"), 2_000, "two paid searches of 1000 micro-dollars (a cache hit is charged too)");
   assert.equal(await scalar("sum(credits_refunded_micros_total)"), 0, "nothing failed after a debit");
@@ -276,13 +280,15 @@ test.skipIf(SKIPPED)("every Grafana dashboard query is valid PromQL on the live 
   let withData = 0;
   for (const { title, expr } of exprs) {
     const q = expr.replace(/\$\{?__rate_interval\}?|\$\{?__interval\}?|\$\{?__range\}?/g, "1m");
-    const data = await promApi<{ resultType: string; result: unknown }>(`/api/v1/query?query=${encodeURIComponent(q)}`).catch((e: unknown) => assert.fail(`panel "${title}": ${q}: ${(e as Error).message}`));
+    const data = await promApi<{ resultType: string; result: unknown }>(`/api/v1/query?query=${encodeURIComponent(q)}`).catch((e: unknown) =>
+      assert.fail(`panel "${title}": ${q}: ${(e as Error).message}`),
+    );
     if (Array.isArray(data.result) ? data.result.length > 0 : data.result !== null) withData++;
   }
   assert.ok(withData >= exprs.length / 2, `most dashboard queries return data (${withData}/${exprs.length})`);
 });
 
-test.skipIf(SKIPPED)('role "all" shares one registry: the gateway\'s /metrics carries the core\'s metrics', async () => {
+test.skipIf(SKIPPED)("role \"all\" shares one registry: the gateway's /metrics carries the core's metrics", async () => {
   allRun = await serve(configFor({ RATE_LIMIT_ACCOUNT_PER_MINUTE: "100" }), "all", VERSION);
   assert.equal(allRun.coreMetricsUrl, null, "no separate metrics port in role all");
   const k = (await fundedAccount(allRun.gateway!.accounts, uniqueName("prom-all"), 5)).key;

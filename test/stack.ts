@@ -77,7 +77,13 @@ export async function fundedAccount(store: AccountStore, name: string, usd: numb
 }
 
 /** POSTs a search body (a string is sent as is) to the gateway at `base`, with `X-API-Key` when a key is given. */
-export function postSearch(base: string, body: unknown, key?: string, headers: Record<string, string> = {}, init: { signal?: AbortSignal } = {}): Promise<Response> {
+export function postSearch(
+  base: string,
+  body: unknown,
+  key?: string,
+  headers: Record<string, string> = {},
+  init: { signal?: AbortSignal } = {},
+): Promise<Response> {
   return fetch(`${base}${SEARCH_PATH}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(key !== undefined ? { "x-api-key": key } : {}), ...headers },

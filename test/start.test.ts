@@ -28,7 +28,16 @@ test("start: bootstrap answers at once, searches are answered while the build tr
   const dir = await tempDir("start");
   const ds = await writeJsonl(path.join(dir, "ds.jsonl"), await datasetLines(1000));
   // Many epochs over a small dataset: training lasts long enough to search in the middle of it.
-  const env = testEnv({ PORT: "0", GRPC_PORT: "0", METRICS_PORT: "0", HOST: "127.0.0.1", STATIC_TRAIN_EPOCHS: "30", QUERY_CACHE_TTL_MS: "0", RATE_LIMIT_IP_PER_MINUTE: "1000000", RATE_LIMIT_ACCOUNT_PER_MINUTE: "1000000" });
+  const env = testEnv({
+    PORT: "0",
+    GRPC_PORT: "0",
+    METRICS_PORT: "0",
+    HOST: "127.0.0.1",
+    STATIC_TRAIN_EPOCHS: "30",
+    QUERY_CACHE_TTL_MS: "0",
+    RATE_LIMIT_IP_PER_MINUTE: "1000000",
+    RATE_LIMIT_ACCOUNT_PER_MINUTE: "1000000",
+  });
   const run = startCli(["start", "--dataset", ds, "--data-dir", dir], env);
   let stdout = "";
   let stderr = "";

@@ -21,7 +21,14 @@ setLogLevel("warn");
 
 async function serveFresh(): Promise<{ qdrant: QdrantStore; server: StoreServer; embedded: EmbeddedStore; dispose(): Promise<void> }> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "rs-serve-"));
-  const embedded = await EmbeddedStore.open({ dataDir, hnsw: { m: 8, efConstruction: 32 }, efSearch: 32, fullScanThreshold: 20, keepVersions: 2, lockPollIntervalMs: 5 });
+  const embedded = await EmbeddedStore.open({
+    dataDir,
+    hnsw: { m: 8, efConstruction: 32 },
+    efSearch: 32,
+    fullScanThreshold: 20,
+    keepVersions: 2,
+    lockPollIntervalMs: 5,
+  });
   const server = await StoreServer.start({ store: embedded, port: 0 });
   const qdrant = await QdrantStore.open({ url: server.url, hnsw: { m: 8, efConstruction: 32 }, efSearch: 32, timeoutMs: 10_000 });
   return {
@@ -76,7 +83,10 @@ describe("store serve: Qdrant wire format", () => {
     assert.equal((await call("PUT", "/collections/other", { vectors: { dense: { size: 4, distance: "Cosine" } } })).status, 400);
     assert.equal((await call("PUT", "/collections/repos", { vectors: { size: 4, distance: "Cosine" } })).status, 400, "an unnamed vector is refused");
     assert.equal((await call("PUT", "/collections/repos", { vectors: { dense: { size: 4, distance: "Euclid" } } })).status, 400);
-    const created = await call("PUT", "/collections/repos", { vectors: { dense: { size: 4, distance: "Cosine" } }, sparse_vectors: { lexical: { modifier: "idf" } } });
+    const created = await call("PUT", "/collections/repos", {
+      vectors: { dense: { size: 4, distance: "Cosine" } },
+      sparse_vectors: { lexical: { modifier: "idf" } },
+    });
     assert.deepEqual(created.body.result, true);
     assert.equal((await call("PUT", "/collections/repos", { vectors: { dense: { size: 4, distance: "Cosine" } } })).status, 409);
     const info = await call("GET", "/collections/repos");
@@ -94,16 +104,34 @@ describe("store serve: Qdrant wire format", () => {
     assert.deepEqual(up.body.result, { operation_id: (up.body.result as { operation_id: number }).operation_id, status: "completed" });
     // Staged: invisible to plain reads, visible to the writer's own scroll.
     assert.deepEqual((await call("POST", "/collections/repos/points/count", {})).body.result, { count: 0 });
-    const view = await call("POST", "/collections/repos/points/scroll", { limit: 2, with_payload: ["hash"] }, { "x-reposearch-writer": "w1", "x-reposearch-embedder": "e%3A1" });
-    assert.deepEqual(view.body.result, { points: [{ id: id(1), payload: { hash: "h1" } }, { id: id(2), payload: { hash: "h2" } }], next_page_offset: id(3) });
+    const view = await call(
+      "POST",
+      "/collections/repos/points/scroll",
+      { limit: 2, with_payload: ["hash"] },
+      { "x-reposearch-writer": "w1", "x-reposearch-embedder": "e%3A1" },
+    );
+    assert.deepEqual(view.body.result, {
+      points: [
+        { id: id(1), payload: { hash: "h1" } },
+        { id: id(2), payload: { hash: "h2" } },
+      ],
+      next_page_offset: id(3),
+    });
     assert.deepEqual((await call("POST", "/collections/repos/points/scroll", { limit: 2 })).body.result, { points: [], next_page_offset: null });
     // A lexical vector that is not the payload's is refused rather than silently replaced.
-    const wrong = await call("PUT", "/collections/repos/points", { points: [{ ...points[0], vector: { dense: [1, 0, 0, 0], lexical: { indices: [1], values: [0.5] } } }] });
+    const wrong = await call("PUT", "/collections/repos/points", {
+      points: [{ ...points[0], vector: { dense: [1, 0, 0, 0], lexical: { indices: [1], values: [0.5] } } }],
+    });
     assert.equal(wrong.status, 400);
     assert.equal((await call("PUT", "/collections/repos/points", { points: [{ ...points[0], vector: { dense: [1, 0, 0] } }] })).status, 400);
     assert.equal((await call("PUT", "/collections/repos/points", { points: [{ ...points[0], id: 7 }] })).status, 400);
 
-    const commit = await call("PUT", "/collections/repos_meta/points?wait=true", { points: [{ id: "00000000-0000-4000-8000-000000000001", vector: {}, payload: {} }] }, { "x-reposearch-writer": "w1", "x-reposearch-embedder": "e%3A1" });
+    const commit = await call(
+      "PUT",
+      "/collections/repos_meta/points?wait=true",
+      { points: [{ id: "00000000-0000-4000-8000-000000000001", vector: {}, payload: {} }] },
+      { "x-reposearch-writer": "w1", "x-reposearch-embedder": "e%3A1" },
+    );
     assert.equal(commit.status, 200);
     assert.deepEqual((await call("POST", "/collections/repos/points/count", { exact: true })).body.result, { count: 5 });
     const meta = await call("POST", "/collections/repos_meta/points", { ids: ["00000000-0000-4000-8000-000000000001"], with_payload: true });
@@ -112,21 +140,34 @@ describe("store serve: Qdrant wire format", () => {
     assert.equal(metaPayload.count, 5);
     assert.match(String(metaPayload.version), /^v\d{6}$/);
 
-    const page1 = await call("POST", "/collections/repos/points/scroll", { limit: 3, with_payload: { include: ["key"] }, filter: { must_not: [{ has_id: [id(2)] }] } });
-    assert.deepEqual(page1.body.result, { points: [id(1), id(3), id(4)].map((x, k) => ({ id: x, payload: { key: `o/r${[1, 3, 4][k]}` } })), next_page_offset: id(5) });
+    const page1 = await call("POST", "/collections/repos/points/scroll", {
+      limit: 3,
+      with_payload: { include: ["key"] },
+      filter: { must_not: [{ has_id: [id(2)] }] },
+    });
+    assert.deepEqual(page1.body.result, {
+      points: [id(1), id(3), id(4)].map((x, k) => ({ id: x, payload: { key: `o/r${[1, 3, 4][k]}` } })),
+      next_page_offset: id(5),
+    });
     const page2 = await call("POST", "/collections/repos/points/scroll", { limit: 3, offset: id(5), with_payload: false });
     assert.deepEqual(page2.body.result, { points: [{ id: id(5), payload: null }], next_page_offset: null });
 
     const q = await call("POST", "/collections/repos/points/query", { query: [5, 1, 0, 0], using: "dense", limit: 2, with_payload: true });
     const hits = (q.body.result as { points: { id: string; score: number; version: number; payload: { key: string } }[] }).points;
-    assert.deepEqual(hits.map((h) => h.id), [id(5), id(4)]);
+    assert.deepEqual(
+      hits.map((h) => h.id),
+      [id(5), id(4)],
+    );
     assert.ok(Math.abs(hits[0]!.score - 1) < 1e-6);
     assert.equal(hits[0]!.payload.key, "o/r5");
     const sparse = await call("POST", "/collections/repos/points/query", { query: { indices: [1], values: [1] }, using: "dense", limit: 2 });
     assert.equal(sparse.status, 400, "a sparse query must name the sparse vector");
     const retrieved = await call("POST", "/collections/repos/points", { ids: [id(3), id(9)], with_vector: true });
     const recs = retrieved.body.result as { id: string; vector: { dense: number[] } }[];
-    assert.deepEqual(recs.map((r) => r.id), [id(3)]);
+    assert.deepEqual(
+      recs.map((r) => r.id),
+      [id(3)],
+    );
     assert.ok(Math.abs(Math.hypot(...recs[0]!.vector.dense) - 1) < 1e-6, "Cosine vectors are stored normalised");
 
     const del = await call("POST", "/collections/repos/points/delete?wait=true", { points: [id(1)] });
@@ -160,7 +201,14 @@ describe("store serve: a writer killed before commit resumes from its checkpoint
       assert.equal(await q.count(), 0, "nothing was published");
       const again = await q.openWriter({ writerId: "shard-0-of-1", dims: CONTRACT_DIMS, embedderId: CONTRACT_EMBEDDER });
       const hashes = await again.hashes();
-      assert.deepEqual([...hashes.keys()].sort(), pts.slice(0, 8).filter((_, i) => i !== 3).map((p) => p.id).sort());
+      assert.deepEqual(
+        [...hashes.keys()].sort(),
+        pts
+          .slice(0, 8)
+          .filter((_, i) => i !== 3)
+          .map((p) => p.id)
+          .sort(),
+      );
       await again.upsert(pts.slice(8));
       const r = await again.commit();
       assert.equal(r.published, true);
@@ -210,7 +258,13 @@ describe("two indexer shards build one index through a real `store serve` proces
       assert.equal(info.count, total);
       assert.match(String(info.embedderId), /^static:/);
       // The same points as the unsharded build, with the same payloads and content hashes.
-      const reference = await EmbeddedStore.open({ dataDir: modelDir, hnsw: { m: 16, efConstruction: 100 }, efSearch: 64, fullScanThreshold: 10_000, keepVersions: 2 });
+      const reference = await EmbeddedStore.open({
+        dataDir: modelDir,
+        hnsw: { m: 16, efConstruction: 100 },
+        efSearch: 64,
+        fullScanThreshold: 10_000,
+        keepVersions: 2,
+      });
       const seg = reference.currentSegment()!;
       const hashes = await (await q.openWriter({ writerId: "probe", dims: info.dims, embedderId: String(info.embedderId) })).hashes();
       assert.deepEqual(new Map([...hashes].sort()), new Map(seg.ids.map((id, row): [string, string] => [id, seg.payloads[row]!.hash]).sort()));
@@ -222,7 +276,13 @@ describe("two indexer shards build one index through a real `store serve` proces
       assert.ok(lexical.length > 0);
 
       // The embedded store on the server's data dir holds the same published version.
-      const local = await EmbeddedStore.open({ dataDir: serveDir, hnsw: { m: 16, efConstruction: 100 }, efSearch: 64, fullScanThreshold: 10_000, keepVersions: 2 });
+      const local = await EmbeddedStore.open({
+        dataDir: serveDir,
+        hnsw: { m: 16, efConstruction: 100 },
+        efSearch: 64,
+        fullScanThreshold: 10_000,
+        keepVersions: 2,
+      });
       assert.equal((await local.info()).count, total);
       await local.close();
 

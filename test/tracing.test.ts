@@ -71,7 +71,13 @@ async function gatewaySpan(): Promise<ReadableSpan> {
       assert.equal(found.length, 1, "one gateway span per request");
       return found[0]!;
     }
-    if (Date.now() > deadline) assert.fail(`no gateway span; spans: ${exporter.getFinishedSpans().map((x) => x.name).join(", ")}`);
+    if (Date.now() > deadline)
+      assert.fail(
+        `no gateway span; spans: ${exporter
+          .getFinishedSpans()
+          .map((x) => x.name)
+          .join(", ")}`,
+      );
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -92,7 +98,11 @@ for (const method of ["SearchStream", "Search"]) {
     assert.match(traceId, /^[0-9a-f]{32}$/);
     const spans = exporter.getFinishedSpans();
     const inTrace = spans.filter((s) => s.spanContext().traceId === traceId);
-    assert.equal(new Set(spans.map((s) => s.spanContext().traceId)).size, 1, `one trace only: ${spans.map((s) => `${s.name}@${s.spanContext().traceId}`).join(", ")}`);
+    assert.equal(
+      new Set(spans.map((s) => s.spanContext().traceId)).size,
+      1,
+      `one trace only: ${spans.map((s) => `${s.name}@${s.spanContext().traceId}`).join(", ")}`,
+    );
 
     // The gateway's server span is the root.
     assert.equal(gwSpan.kind, SpanKind.SERVER);
@@ -170,5 +180,8 @@ test("health checks and scrapes make no spans", async () => {
   await (await fetch(`${gw.url}/health`)).text();
   await (await fetch(`${gw.url}/metrics`)).text();
   await new Promise((r) => setTimeout(r, 100));
-  assert.deepEqual(exporter.getFinishedSpans().map((s) => s.name), []);
+  assert.deepEqual(
+    exporter.getFinishedSpans().map((s) => s.name),
+    [],
+  );
 });

@@ -95,11 +95,7 @@ export function preflight() {
   const res = http.post(SEARCH_URL, r.body, params(r.mix));
   if (res.status !== 200) {
     const hint =
-      res.status === 429
-        ? " (raise RATE_LIMIT_IP_PER_MINUTE / RATE_LIMIT_ACCOUNT_PER_MINUTE on the server)"
-        : res.status === 401
-          ? " (check API_KEY)"
-          : "";
+      res.status === 429 ? " (raise RATE_LIMIT_IP_PER_MINUTE / RATE_LIMIT_ACCOUNT_PER_MINUTE on the server)" : res.status === 401 ? " (check API_KEY)" : "";
     throw new Error("pre-flight search to " + SEARCH_URL + " got " + res.status + hint + ": " + String(res.body).slice(0, 300));
   }
 }

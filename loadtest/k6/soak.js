@@ -4,11 +4,7 @@
 // __ENV: VUS (25), DURATION (1h). An hour at full speed can be ~1M searches: give the key enough credits.
 import { options as opts, preflight, search, STRICT_THRESHOLDS } from "./lib.js";
 
-export const options = opts(
-  "soak",
-  { executor: "constant-vus", vus: Number(__ENV.VUS || 25), duration: __ENV.DURATION || "1h" },
-  STRICT_THRESHOLDS,
-);
+export const options = opts("soak", { executor: "constant-vus", vus: Number(__ENV.VUS || 25), duration: __ENV.DURATION || "1h" }, STRICT_THRESHOLDS);
 
 export function setup() {
   preflight();

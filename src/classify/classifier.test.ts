@@ -10,7 +10,12 @@ const categoryOf = (name: string, description: string | null, extra = {}) => rul
 
 describe("rules: representative repositories", () => {
   const cases: [string, string, string | null, Record<string, unknown>?][] = [
-    ["curated-list", "someone/awesome-rust-gamedev", "A curated list of awesome Rust game development libraries, tools and resources", { topics: ["awesome-list", "rust"] }],
+    [
+      "curated-list",
+      "someone/awesome-rust-gamedev",
+      "A curated list of awesome Rust game development libraries, tools and resources",
+      { topics: ["awesome-list", "rust"] },
+    ],
     ["curated-list", "someone/awesome-kubernetes", "Kubernetes operators, tools, articles and talks worth knowing"],
     ["curated-list", "someone/ml-papers", "A list of papers on machine learning for compilers"],
     ["educational", "someone/flask-api-tutorial", "A step-by-step tutorial on building a REST API with Flask"],

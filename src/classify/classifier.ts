@@ -55,7 +55,19 @@ const EMB_VOTE = 1.5;
 
 /** On an exact tie, the more specific category wins: what a repository is before what it is about. */
 const PRIORITY: readonly Category[] = [
-  "curated-list", "educational", "starter", "plugin", "agent", "ai-ml", "frontend", "data", "infrastructure", "tool", "framework", "application", "library",
+  "curated-list",
+  "educational",
+  "starter",
+  "plugin",
+  "agent",
+  "ai-ml",
+  "frontend",
+  "data",
+  "infrastructure",
+  "tool",
+  "framework",
+  "application",
+  "library",
 ];
 const PRIORITY_RANK = new Int32Array(CATEGORIES.length);
 PRIORITY.forEach((c, i) => (PRIORITY_RANK[CAT_INDEX[c]] = i));
@@ -271,8 +283,16 @@ function cuesFor(evidence: readonly Evidence[], cat: Category): string {
 
 export async function createClassifier(embedder?: Embedder): Promise<Classifier> {
   const protos = embedder ? await buildPrototypes(embedder) : null;
-  const id = "cls-" + sha256Hex(JSON.stringify([rulesFingerprint(), PROTOTYPE_TEXTS, embedder?.id ?? null,
-    [MIN_SCORE, HIDDEN_MIN_SCORE, HIDDEN_MIN_RATIO, HIDDEN_DOMAIN_RIVAL, TIE_MARGIN, EMB_MIN_SIM, EMB_MIN_MARGIN, EMB_ALONE_MIN_MARGIN, EMB_VOTE, PRIORITY]])).slice(0, 12);
+  const id =
+    "cls-" +
+    sha256Hex(
+      JSON.stringify([
+        rulesFingerprint(),
+        PROTOTYPE_TEXTS,
+        embedder?.id ?? null,
+        [MIN_SCORE, HIDDEN_MIN_SCORE, HIDDEN_MIN_RATIO, HIDDEN_DOMAIN_RIVAL, TIE_MARGIN, EMB_MIN_SIM, EMB_MIN_MARGIN, EMB_ALONE_MIN_MARGIN, EMB_VOTE, PRIORITY],
+      ]),
+    ).slice(0, 12);
 
   function classify(r: RepoRecord, vector?: Float32Array): Classification {
     const { scores, formScores, evidence } = ruleScores(featuresOf(r));
@@ -301,7 +321,11 @@ export async function createClassifier(embedder?: Embedder): Promise<Classifier>
           return { category: cat, confidence: round2(Math.min(0.45, emb.margin * 3 + combined / 20)), reason: `${ruleNote}${embNote}` };
         }
       }
-      return { category: null, confidence: 0, reason: topScore > 0 ? `abstain: weak evidence (${CATEGORIES[ranked[0]!]} ${round2(topScore)})${embNote}` : `abstain: no evidence${embNote}` };
+      return {
+        category: null,
+        confidence: 0,
+        reason: topScore > 0 ? `abstain: weak evidence (${CATEGORIES[ranked[0]!]} ${round2(topScore)})${embNote}` : `abstain: no evidence${embNote}`,
+      };
     }
 
     // A hidden category wins only with enough evidence and a clear lead over its strongest rival.
@@ -322,15 +346,24 @@ export async function createClassifier(embedder?: Embedder): Promise<Classifier>
     const visible = ranked.filter((c) => !HIDDEN.has(CATEGORIES[c]!));
     const [best, next] = [visible[0]!, visible[1]!];
     if (scores[best]! < MIN_SCORE) {
-      return { category: null, confidence: 0, reason: `abstain: hidden category without clear lead (${CATEGORIES[hidden]} ${round2(scores[hidden]!)} vs ${CATEGORIES[rivalCat]} ${round2(rival)})` };
+      return {
+        category: null,
+        confidence: 0,
+        reason: `abstain: hidden category without clear lead (${CATEGORIES[hidden]} ${round2(scores[hidden]!)} vs ${CATEGORIES[rivalCat]} ${round2(rival)})`,
+      };
     }
-    if (sims && scores[best]! - scores[next]! < TIE_MARGIN && scores[next]! > 0 && sims[next]! > sims[best]!) return decided(next, best, "; tie broken by embedding");
+    if (sims && scores[best]! - scores[next]! < TIE_MARGIN && scores[next]! > 0 && sims[next]! > sims[best]!)
+      return decided(next, best, "; tie broken by embedding");
     return decided(best, next, "");
 
     function decided(c: number, runner: number, note: string): Classification {
       const cat = CATEGORIES[c]!;
       const next = runner !== c && scores[runner]! > 0 ? `; next ${CATEGORIES[runner]} ${round2(scores[runner]!)}` : "";
-      return { category: cat, confidence: confidenceOf(scores[c]!, runner !== c ? scores[runner]! : 0), reason: `rules ${cat} ${round2(scores[c]!)} [${cuesFor(evidence, cat)}]${next}${note}` };
+      return {
+        category: cat,
+        confidence: confidenceOf(scores[c]!, runner !== c ? scores[runner]! : 0),
+        reason: `rules ${cat} ${round2(scores[c]!)} [${cuesFor(evidence, cat)}]${next}${note}`,
+      };
     }
   }
 

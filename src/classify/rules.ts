@@ -87,7 +87,11 @@ function lexicon(rows: readonly Row[]): Lexicon {
   // Plurals listed explicitly ("tools" beside "tool") are plurals too.
   for (const [phrase, cues] of phrases) {
     const singular = phrase.endsWith("ies") ? phrase.slice(0, -3) + "y" : phrase.slice(0, -1);
-    if (phrase.endsWith("s") && phrases.has(singular)) phrases.set(phrase, cues.map((c) => ({ ...c, plural: true })));
+    if (phrase.endsWith("s") && phrases.has(singular))
+      phrases.set(
+        phrase,
+        cues.map((c) => ({ ...c, plural: true })),
+      );
   }
   return { phrases, maxWords };
 }
@@ -97,10 +101,20 @@ function lexicon(rows: readonly Row[]): Lexicon {
 // ---------------------------------------------------------------------------------------------------
 const DESC_ROWS: Row[] = [
   // Phrases that contain a cue word but mean something else.
-  [null, 0, "neutral", "of course|for example|for examples|e g|adversarial example|adversarial examples|easy to learn|to learn more|learn more|user agent|ssh agent|bot api|api key|plugin system|plugin architecture|plugin support|plugins support|plugin based|plugin api|plugin apis|extensible|file extension|file extensions|template literal|template literals|template string|template strings|bootstrap your|bootstraps|command line arguments|list view|list views|todo list|to do list|task list|linked list|list of lists|frontend workshop|ui workshop"],
+  [
+    null,
+    0,
+    "neutral",
+    "of course|for example|for examples|e g|adversarial example|adversarial examples|easy to learn|to learn more|learn more|user agent|ssh agent|bot api|api key|plugin system|plugin architecture|plugin support|plugins support|plugin based|plugin api|plugin apis|extensible|file extension|file extensions|template literal|template literals|template string|template strings|bootstrap your|bootstraps|command line arguments|list view|list views|todo list|to do list|task list|linked list|list of lists|frontend workshop|ui workshop",
+  ],
 
   // curated-list
-  ["curated-list", 5, "form", "curated list|awesome list|list of awesome|curated collection|collection of awesome|awesome collection|curated resources|curated links|reading list|resource list|list of resources|collection of resources|collection of links|collection of papers|collection of articles|list of papers|paper list|list of tools|list of libraries|list of projects|list of apps|list of software|list of repositories|list of repos"],
+  [
+    "curated-list",
+    5,
+    "form",
+    "curated list|awesome list|list of awesome|curated collection|collection of awesome|awesome collection|curated resources|curated links|reading list|resource list|list of resources|collection of resources|collection of links|collection of papers|collection of articles|list of papers|paper list|list of tools|list of libraries|list of projects|list of apps|list of software|list of repositories|list of repos",
+  ],
   ["curated-list", 4, "form", "awesome things|awesomeness|learning resources|learning materials"],
   ["curated-list", 3, "weak", "list of|lists of"],
   ["curated-list", 3, "domain", "curated"],
@@ -108,84 +122,234 @@ const DESC_ROWS: Row[] = [
   ["curated-list", 1.5, "domain", "links|alternatives"],
 
   // educational
-  ["educational", 5, "form", "course materials|course material|crash course|interview questions|lecture notes|study notes|learning notes|learning path|learning material|code samples|sample code|build your own|for beginners|coding interview|interview preparation|self study"],
-  ["educational", 4, "form", "tutorial|course|online course|textbook|ebook|e book|lecture|lesson|curriculum|syllabus|workshop|bootcamp|exercises|koans|kata|katas|cheatsheet|cheat sheet|handbook|homework|style guide|coding challenges|leetcode|flashcards|advent of code|project euler"],
+  [
+    "educational",
+    5,
+    "form",
+    "course materials|course material|crash course|interview questions|lecture notes|study notes|learning notes|learning path|learning material|code samples|sample code|build your own|for beginners|coding interview|interview preparation|self study",
+  ],
+  [
+    "educational",
+    4,
+    "form",
+    "tutorial|course|online course|textbook|ebook|e book|lecture|lesson|curriculum|syllabus|workshop|bootcamp|exercises|koans|kata|katas|cheatsheet|cheat sheet|handbook|homework|style guide|coding challenges|leetcode|flashcards|advent of code|project euler",
+  ],
   ["educational", 4, "form", "^learn"],
-  ["educational", 3.5, "form", "introduction to|intro to|beginner|beginners|step by step|design patterns|best practices|explained|learn how to|hands on|teaching"],
+  [
+    "educational",
+    3.5,
+    "form",
+    "introduction to|intro to|beginner|beginners|step by step|design patterns|best practices|explained|learn how to|hands on|teaching",
+  ],
   ["educational", 3, "form", "learn|assignments|quiz|education|educational|students|learners"],
   ["educational", 4, "weak", "book"],
-  ["educational", 3, "weak", "examples|example|samples|sample|notes|solutions|guide|guides|guidelines|exercise|assignment|labs|challenges|roadmap|study|materials"],
+  [
+    "educational",
+    3,
+    "weak",
+    "examples|example|samples|sample|notes|solutions|guide|guides|guidelines|exercise|assignment|labs|challenges|roadmap|study|materials",
+  ],
   ["educational", 2, "weak", "demo|demos|documentation|docs|playground|showcase|experiments|snippets"],
   ["educational", 2, "domain", "from scratch|algorithms|data structures|explanation|explanations"],
 
   // starter
-  ["starter", 5, "form", "website template|app skeleton|boilerplate|starter kit|starter template|starter project|project template|app template|application template|template repository|repository template|github template|seed project|starting point|project starter|kickstarter template"],
+  [
+    "starter",
+    5,
+    "form",
+    "website template|app skeleton|boilerplate|starter kit|starter template|starter project|project template|app template|application template|template repository|repository template|github template|seed project|starting point|project starter|kickstarter template",
+  ],
   ["starter", 4, "form", "skeleton|kickstart|jumpstart|cookiecutter|starter code|base project|monorepo template"],
   ["starter", 3, "weak", "starter|template|templates|seed|scaffold|scaffolding|quickstart|quick start"],
   [null, 0, "neutral", "template engine|template engines|templating|template language|spring boot starter|skeleton loader|skeleton loading|skeleton screen"],
 
   // plugin
-  ["plugin", 5, "form", "vs code extension|vscode extension|visual studio code extension|visual studio extension|chrome extension|browser extension|firefox extension|firefox addon|firefox add on|web extension|safari extension|edge extension|wordpress plugin|jquery plugin|vim plugin|neovim plugin|nvim plugin|emacs package|emacs mode|major mode|minor mode|obsidian plugin|figma plugin|sketch plugin|intellij plugin|jetbrains plugin|android studio plugin|eclipse plugin|sublime text plugin|sublime plugin|atom package|kubectl plugin|gradle plugin|maven plugin|webpack plugin|babel plugin|eslint plugin|postcss plugin|rollup plugin|vite plugin|gatsby plugin|grafana plugin|jenkins plugin|minecraft mod|zsh plugin|oh my zsh plugin|oh my zsh theme|tmux plugin|home assistant integration|homebridge plugin|userscript|user script|tampermonkey script|greasemonkey script|vscode theme|vs code theme|custom component for home assistant|raycast extension|alfred workflow"],
+  [
+    "plugin",
+    5,
+    "form",
+    "vs code extension|vscode extension|visual studio code extension|visual studio extension|chrome extension|browser extension|firefox extension|firefox addon|firefox add on|web extension|safari extension|edge extension|wordpress plugin|jquery plugin|vim plugin|neovim plugin|nvim plugin|emacs package|emacs mode|major mode|minor mode|obsidian plugin|figma plugin|sketch plugin|intellij plugin|jetbrains plugin|android studio plugin|eclipse plugin|sublime text plugin|sublime plugin|atom package|kubectl plugin|gradle plugin|maven plugin|webpack plugin|babel plugin|eslint plugin|postcss plugin|rollup plugin|vite plugin|gatsby plugin|grafana plugin|jenkins plugin|minecraft mod|zsh plugin|oh my zsh plugin|oh my zsh theme|tmux plugin|home assistant integration|homebridge plugin|userscript|user script|tampermonkey script|greasemonkey script|vscode theme|vs code theme|custom component for home assistant|raycast extension|alfred workflow",
+  ],
   ["plugin", 3.5, "form", "plugin|plug in|addon|add on|extension|bookmarklet"],
   ["plugin", 3, "weak", "theme|mod|github action"],
   [null, 0, "neutral", "extension methods|language extension|language extensions|extensions to"],
 
   // agent
-  ["agent", 4.5, "form", "ai agent|llm agent|autonomous agent|coding agent|agent framework@|mcp server|mcp client|ai assistant|ai agents framework|multi agent framework|multi agent system"],
+  [
+    "agent",
+    4.5,
+    "form",
+    "ai agent|llm agent|autonomous agent|coding agent|agent framework@|mcp server|mcp client|ai assistant|ai agents framework|multi agent framework|multi agent system",
+  ],
   ["agent", 4.5, "domain", "agentic|multi agent|model context protocol|ai orchestration|subagents|agent skills|langgraph|crewai"],
-  ["agent", 3, "domain", "mcp|claude code|langchain|llamaindex|llama index|autogen|function calling|tool calling|retrieval augmented generation|ai workflow|prompt engineering|computer use@|browser use"],
+  [
+    "agent",
+    3,
+    "domain",
+    "mcp|claude code|langchain|llamaindex|llama index|autogen|function calling|tool calling|retrieval augmented generation|ai workflow|prompt engineering|computer use@|browser use",
+  ],
   ["agent", 2.5, "form", "chatbot"],
   ["agent", 2.5, "domain", "rag|agents@|agent@|copilot"],
-  ["agent", 1.5, "domain", "assistant@|skills@|prompts@|prompt@|memory@|orchestration@|workflows@|tool use@|chatgpt|claude|llm|large language model|large language models|ollama"],
+  [
+    "agent",
+    1.5,
+    "domain",
+    "assistant@|skills@|prompts@|prompt@|memory@|orchestration@|workflows@|tool use@|chatgpt|claude|llm|large language model|large language models|ollama",
+  ],
 
   // ai-ml
-  ["ai-ml", 4, "form", "inference engine|inference server|deep learning framework|machine learning library|machine learning framework|deep learning library|neural network library"],
-  ["ai-ml", 4, "domain", "llm inference|model serving|automl|hyperparameter optimization|pytorch implementation|tensorflow implementation|keras implementation"],
-  ["ai-ml", 3.5, "domain", "machine learning|deep learning|neural network|neural networks|reinforcement learning|federated learning|transfer learning|self supervised|contrastive learning|representation learning|meta learning|image classification|object detection|semantic segmentation|instance segmentation|speech recognition|speech synthesis|pose estimation|model training|fine tuning|finetuning|fine tune|mlops|data science|experiment tracking|feature engineering|feature store|recommender system|recommendation system|dimensionality reduction|scikit learn|sklearn|diffusion model|diffusion models|generative adversarial|probabilistic programming|gaussian process|time series forecasting|natural language processing"],
-  ["ai-ml", 3, "domain", "computer vision|nlp|pytorch|tensorflow|keras|xgboost|lightgbm|bert|gan|lstm|cnn|rnn|convolutional|quantization|language model|language models|text to speech|voice cloning|face recognition|facial recognition|stable diffusion|yolo|tensorrt|kaggle|ml|bayesian|data scientists|few shot|image generation|vision language model|huggingface|hugging face|transformers"],
-  ["ai-ml", 2.5, "domain", "jax|inference|lora|tts|asr|onnx|artificial intelligence|forecasting|anomaly detection|data analysis|pandas|text generation|official implementation|multimodal|vlm|vision transformer"],
-  ["ai-ml", 2, "domain", "transformer|numpy|statistics|statistical|classification|classifier|segmentation|ocr|diffusion|embeddings|embedding|zero shot|jupyter|notebooks|prediction|large language model|large language models|llm|tpu"],
+  [
+    "ai-ml",
+    4,
+    "form",
+    "inference engine|inference server|deep learning framework|machine learning library|machine learning framework|deep learning library|neural network library",
+  ],
+  [
+    "ai-ml",
+    4,
+    "domain",
+    "llm inference|model serving|automl|hyperparameter optimization|pytorch implementation|tensorflow implementation|keras implementation",
+  ],
+  [
+    "ai-ml",
+    3.5,
+    "domain",
+    "machine learning|deep learning|neural network|neural networks|reinforcement learning|federated learning|transfer learning|self supervised|contrastive learning|representation learning|meta learning|image classification|object detection|semantic segmentation|instance segmentation|speech recognition|speech synthesis|pose estimation|model training|fine tuning|finetuning|fine tune|mlops|data science|experiment tracking|feature engineering|feature store|recommender system|recommendation system|dimensionality reduction|scikit learn|sklearn|diffusion model|diffusion models|generative adversarial|probabilistic programming|gaussian process|time series forecasting|natural language processing",
+  ],
+  [
+    "ai-ml",
+    3,
+    "domain",
+    "computer vision|nlp|pytorch|tensorflow|keras|xgboost|lightgbm|bert|gan|lstm|cnn|rnn|convolutional|quantization|language model|language models|text to speech|voice cloning|face recognition|facial recognition|stable diffusion|yolo|tensorrt|kaggle|ml|bayesian|data scientists|few shot|image generation|vision language model|huggingface|hugging face|transformers",
+  ],
+  [
+    "ai-ml",
+    2.5,
+    "domain",
+    "jax|inference|lora|tts|asr|onnx|artificial intelligence|forecasting|anomaly detection|data analysis|pandas|text generation|official implementation|multimodal|vlm|vision transformer",
+  ],
+  [
+    "ai-ml",
+    2,
+    "domain",
+    "transformer|numpy|statistics|statistical|classification|classifier|segmentation|ocr|diffusion|embeddings|embedding|zero shot|jupyter|notebooks|prediction|large language model|large language models|llm|tpu",
+  ],
   ["ai-ml", 1, "domain", "ai|gpu|cuda|training|regression|clustering|paper|predict|model|models|dataset|datasets"],
 
   // frontend
-  ["frontend", 4.5, "form", "ui library|ui kit|ui toolkit|ui framework|ui component|component library|components library|css framework|css library|design system|frontend framework|front end framework|gui library|gui toolkit|gui framework|flutter widget|react native component|react component|vue component|angular component|svelte component|react hook|vue directive|angular directive|icon set|icon font|icon pack|web component"],
+  [
+    "frontend",
+    4.5,
+    "form",
+    "ui library|ui kit|ui toolkit|ui framework|ui component|component library|components library|css framework|css library|design system|frontend framework|front end framework|gui library|gui toolkit|gui framework|flutter widget|react native component|react component|vue component|angular component|svelte component|react hook|vue directive|angular directive|icon set|icon font|icon pack|web component",
+  ],
   ["frontend", 4, "domain", "css in js|styled components|virtual dom|skeleton loader|skeleton screen"],
-  ["frontend", 3, "domain", "css|stylesheet|tooltip|datepicker|date picker|carousel|lightbox|slider|modal|dropdown|icons|typography|charts|charting|material design|infinite scroll|masonry layout|swiftui|jetpack compose|recyclerview|textview|imageview|progress bar|state management|frontend|front end"],
-  ["frontend", 2.5, "domain", "sass|scss|tailwind|tailwindcss|widget|widgets|toast|chart|drag and drop|user interface|user interfaces|ui|animation|animations|responsive|layout|layouts|d3"],
+  [
+    "frontend",
+    3,
+    "domain",
+    "css|stylesheet|tooltip|datepicker|date picker|carousel|lightbox|slider|modal|dropdown|icons|typography|charts|charting|material design|infinite scroll|masonry layout|swiftui|jetpack compose|recyclerview|textview|imageview|progress bar|state management|frontend|front end",
+  ],
+  [
+    "frontend",
+    2.5,
+    "domain",
+    "sass|scss|tailwind|tailwindcss|widget|widgets|toast|chart|drag and drop|user interface|user interfaces|ui|animation|animations|responsive|layout|layouts|d3",
+  ],
   ["frontend", 2, "domain", "component|components|icon|fonts|bootstrap|uikit|data visualization|spinner|dark mode"],
-  ["frontend", 1.5, "domain", "react|vue|vuejs|vue js|angular|angularjs|svelte|solidjs|preact|jquery|flutter|html|dom|svg|canvas|webgl|three js|font|visualization|animate|transitions"],
+  [
+    "frontend",
+    1.5,
+    "domain",
+    "react|vue|vuejs|vue js|angular|angularjs|svelte|solidjs|preact|jquery|flutter|html|dom|svg|canvas|webgl|three js|font|visualization|animate|transitions",
+  ],
   ["frontend", 1, "domain", "react native|hook|hooks|grid|notifications"],
 
   // data
-  ["data", 4.5, "form", "orm|object relational mapping|object relational mapper|odm|key value store|kv store|document database|graph database|vector database|time series database|tsdb|data warehouse|storage engine|query builder|database|sql database|etl tool|etl framework|database driver"],
+  [
+    "data",
+    4.5,
+    "form",
+    "orm|object relational mapping|object relational mapper|odm|key value store|kv store|document database|graph database|vector database|time series database|tsdb|data warehouse|storage engine|query builder|database|sql database|etl tool|etl framework|database driver",
+  ],
   ["data", 4.5, "domain", "data lake|lakehouse|data engineering|change data capture|database migration|schema migration"],
   ["data", 4, "domain", "data pipeline|etl|elt|stream processing|olap|oltp|data integration|data catalog|data quality|vector store"],
   ["data", 3, "domain", "nosql|sql|dataframe|big data|batch processing|dbt|cdc|event streaming|full text search|vector search|db"],
-  ["data", 2.5, "domain", "postgres|postgresql|mysql|sqlite|mongodb|clickhouse|cassandra|duckdb|kafka|apache spark|hadoop|flink|airflow|migrations|sharding|parquet|data processing|data validation"],
+  [
+    "data",
+    2.5,
+    "domain",
+    "postgres|postgresql|mysql|sqlite|mongodb|clickhouse|cassandra|duckdb|kafka|apache spark|hadoop|flink|airflow|migrations|sharding|parquet|data processing|data validation",
+  ],
   ["data", 2, "domain", "redis|elasticsearch|spark|replication|search engine|schema|message queue|message broker|spreadsheet"],
   ["data", 1.5, "domain", "cache|caching"],
   ["data", 1.5, "domain", "csv|in memory|dataset|datasets|migration|data"],
 
   // infrastructure
-  ["infrastructure", 5, "form", "kubernetes operator|service mesh|container runtime|helm chart|terraform module|terraform provider|ansible role|puppet module|chef cookbook|load balancer|reverse proxy|api gateway|monitoring system|monitoring tool|ci server|prometheus exporter"],
+  [
+    "infrastructure",
+    5,
+    "form",
+    "kubernetes operator|service mesh|container runtime|helm chart|terraform module|terraform provider|ansible role|puppet module|chef cookbook|load balancer|reverse proxy|api gateway|monitoring system|monitoring tool|ci server|prometheus exporter",
+  ],
   ["infrastructure", 5, "domain", "infrastructure as code|container orchestration|gitops|chaos engineering"],
-  ["infrastructure", 4, "domain", "ci cd|continuous integration|continuous delivery|continuous deployment|observability|uptime monitoring|iac|distributed tracing|log management|log aggregation|cluster management|multi cloud|cloud infrastructure|secrets management|platform as a service|paas|service discovery"],
-  ["infrastructure", 3.5, "domain", "infrastructure|devops|cloud native|hypervisor|configuration management|site reliability|sre|cloudformation|terraform|load balancing"],
-  ["infrastructure", 3, "domain", "kubernetes|k8s|monitoring|alerting|prometheus|ansible|provisioning|virtualization|homelab|istio|pulumi|openstack|vagrant|ingress|apm|status page"],
-  ["infrastructure", 2.5, "domain", "helm|docker compose|dockerfile|docker image|serverless|grafana|kubectl|puppet|envoy|virtual machine|disaster recovery|object storage|deployment|deployments"],
-  ["infrastructure", 2, "domain", "docker|container|containers|cloud|aws|azure|gcp|google cloud|metrics|tracing|orchestrator|nginx|microservices|firewall|incident|ci"],
+  [
+    "infrastructure",
+    4,
+    "domain",
+    "ci cd|continuous integration|continuous delivery|continuous deployment|observability|uptime monitoring|iac|distributed tracing|log management|log aggregation|cluster management|multi cloud|cloud infrastructure|secrets management|platform as a service|paas|service discovery",
+  ],
+  [
+    "infrastructure",
+    3.5,
+    "domain",
+    "infrastructure|devops|cloud native|hypervisor|configuration management|site reliability|sre|cloudformation|terraform|load balancing",
+  ],
+  [
+    "infrastructure",
+    3,
+    "domain",
+    "kubernetes|k8s|monitoring|alerting|prometheus|ansible|provisioning|virtualization|homelab|istio|pulumi|openstack|vagrant|ingress|apm|status page",
+  ],
+  [
+    "infrastructure",
+    2.5,
+    "domain",
+    "helm|docker compose|dockerfile|docker image|serverless|grafana|kubectl|puppet|envoy|virtual machine|disaster recovery|object storage|deployment|deployments",
+  ],
+  [
+    "infrastructure",
+    2,
+    "domain",
+    "docker|container|containers|cloud|aws|azure|gcp|google cloud|metrics|tracing|orchestrator|nginx|microservices|firewall|incident|ci",
+  ],
   ["infrastructure", 1.5, "domain", "deploy|deploying|logs|proxy|dns|vpn|cluster|clusters|networking|backup|backups|containerized|orchestration|nomad|systemd"],
 
   // tool
-  ["tool", 4.5, "form", "command line tool|command line utility|command line interface|command line app|cli tool|cli app|cli utility|linter|code formatter|build tool|module bundler|task runner|static analyzer|developer tool|developer tools|dev tool|static site generator|vulnerability scanner|package manager|version manager|plugin manager|testing tool"],
-  ["tool", 3.5, "form", "cli|command line|formatter|static analysis|build system|bundler|test runner|debugger|profiler|code generator|downloader|decompiler|disassembler|fuzzer|transpiler|devtools|tui|terminal ui|security tool|hacking tool|pretty printer"],
+  [
+    "tool",
+    4.5,
+    "form",
+    "command line tool|command line utility|command line interface|command line app|cli tool|cli app|cli utility|linter|code formatter|build tool|module bundler|task runner|static analyzer|developer tool|developer tools|dev tool|static site generator|vulnerability scanner|package manager|version manager|plugin manager|testing tool",
+  ],
+  [
+    "tool",
+    3.5,
+    "form",
+    "cli|command line|formatter|static analysis|build system|bundler|test runner|debugger|profiler|code generator|downloader|decompiler|disassembler|fuzzer|transpiler|devtools|tui|terminal ui|security tool|hacking tool|pretty printer",
+  ],
   ["tool", 3, "form", "lint|linting|testing framework|test framework|scanner|fuzzing|load testing"],
   ["tool", 2.5, "form", "tool|tools|toolset|utility|compiler|converter|scraper|crawler|shell script|penetration testing|pentest|pentesting"],
   ["tool", 2, "form", "toolbox|generator|script|scripts|benchmarking|terminal|analyzer"],
   ["tool", 1.5, "domain", "automation|automate|reverse engineering|benchmark|shell|bash|powershell|dotfiles|diff|git"],
 
   // library
-  ["library", 4, "form", "utility library|utility functions|cli library|command line parser|argument parser|argument parsing|header only|single header|tui library|http client|client library|api client|api wrapper|python package|npm package|go package|rust crate|ruby gem|python library|javascript library|typescript library|java library|c library|c++ library|go library|rust library|php library|node js library|template engine"],
+  [
+    "library",
+    4,
+    "form",
+    "utility library|utility functions|cli library|command line parser|argument parser|argument parsing|header only|single header|tui library|http client|client library|api client|api wrapper|python package|npm package|go package|rust crate|ruby gem|python library|javascript library|typescript library|java library|c library|c++ library|go library|rust library|php library|node js library|template engine",
+  ],
   ["library", 3, "form", "sdk|bindings|binding|crate|polyfill|ponyfill|wrapper|gem|extension methods"],
   ["library", 2.5, "form", "parser|shim|middleware|serializer|helpers"],
   ["library", 2.5, "form", "library|lib"],
@@ -196,14 +360,29 @@ const DESC_ROWS: Row[] = [
   ["library", 1.5, "form", "package|module|implementation|toolkit|functions|utils|util"],
 
   // framework
-  ["framework", 4, "form", "web framework|microframework|micro framework|full stack framework|fullstack framework|mvc framework|application framework|app framework|backend framework|server framework|rest framework|rpc framework|game framework|meta framework|php framework|javascript framework|js framework"],
+  [
+    "framework",
+    4,
+    "form",
+    "web framework|microframework|micro framework|full stack framework|fullstack framework|mvc framework|application framework|app framework|backend framework|server framework|rest framework|rpc framework|game framework|meta framework|php framework|javascript framework|js framework",
+  ],
   ["framework", 3.5, "form", "game engine|cli framework"],
   ["framework", 2.5, "form", "framework"],
   ["framework", 1.5, "form", "mvc|opinionated|runtime|engine"],
 
   // application
-  ["application", 4.5, "form", "ebook manager|ebook reader|ebook library|ebook viewer|ebook management|e book reader|e book manager|epub reader|book reader|self hosted|selfhosted|self hostable|desktop app|desktop application|desktop client|mobile app|android app|android application|ios app|iphone app|macos app|mac app|menu bar app|menubar app|electron app|notes app|note taking app|media server|music player|audio player|media player|password manager|email client|rss reader|file manager|terminal emulator|screen recorder|open source alternative|chat app|chat application|discord bot|web browser"],
-  ["application", 3.5, "form", "web app|web application|webapp|windows app|telegram bot|slack bot|text editor|code editor|note taking|blog engine|blogging platform|cms|content management system|video game|clone|ide|management system"],
+  [
+    "application",
+    4.5,
+    "form",
+    "ebook manager|ebook reader|ebook library|ebook viewer|ebook management|e book reader|e book manager|epub reader|book reader|self hosted|selfhosted|self hostable|desktop app|desktop application|desktop client|mobile app|android app|android application|ios app|iphone app|macos app|mac app|menu bar app|menubar app|electron app|notes app|note taking app|media server|music player|audio player|media player|password manager|email client|rss reader|file manager|terminal emulator|screen recorder|open source alternative|chat app|chat application|discord bot|web browser",
+  ],
+  [
+    "application",
+    3.5,
+    "form",
+    "web app|web application|webapp|windows app|telegram bot|slack bot|text editor|code editor|note taking|blog engine|blogging platform|cms|content management system|video game|clone|ide|management system",
+  ],
   ["application", 3, "form", "game|emulator|progressive web app|messenger|pwa|forum|personal website|video player"],
   ["application", 2.5, "form", "bot|editor|dashboard|launcher|gui|home server|ecommerce platform|e commerce platform|graphical user interface|system tray"],
   ["application", 2.5, "form", "app|application"],
@@ -224,32 +403,67 @@ const NAME_ROWS: Row[] = [
   ["curated-list", 2, "form", "^awesome"],
   ["curated-list", 2.5, "form", "resources|papers|lists|links"],
   ["educational", 2.5, "form", "^learning"],
-  ["educational", 4, "form", "tutorial|^learn|course|cheatsheet|cheat sheet|exercises|workshop|koans|lessons|lecture|bootcamp|curriculum|build your own|the hard way|for beginners|interview|handbook|ebook|101|kata|homework"],
-  ["educational", 3, "form", "learn|book|examples|example|samples|sample|notes|guide|courses|labs|leetcode|roadmap|from scratch|design patterns|study|explained|in action|demo|demos|solutions|practice|challenges|docs|documentation|playground"],
+  [
+    "educational",
+    4,
+    "form",
+    "tutorial|^learn|course|cheatsheet|cheat sheet|exercises|workshop|koans|lessons|lecture|bootcamp|curriculum|build your own|the hard way|for beginners|interview|handbook|ebook|101|kata|homework",
+  ],
+  [
+    "educational",
+    3,
+    "form",
+    "learn|book|examples|example|samples|sample|notes|guide|courses|labs|leetcode|roadmap|from scratch|design patterns|study|explained|in action|demo|demos|solutions|practice|challenges|docs|documentation|playground",
+  ],
   ["educational", 2, "domain", "algorithms"],
   [null, 0, "neutral", "spring boot starter|boot starter"],
   ["starter", 4.5, "form", "boilerplate|starter|starter kit|skeleton|cookiecutter|quickstart"],
   ["starter", 3, "form", "template|templates|scaffold|kickstart"],
   ["starter", 2.5, "form", "seed"],
-  ["plugin", 4, "form", "plugin|addon|add on|^vscode|^vim|vim|^nvim|nvim|^gatsby plugin|^babel plugin|^eslint plugin|^eslint config|^homebridge|^hubot|^gulp|^grunt|^markdown it|^imagemin|koplugin|userscript|^obsidian|oh my zsh|webpack plugin|^vite plugin|^rollup plugin|^postcss|^rehype|^remark|^hexo|^jekyll|^hass|homeassistant|^intellij|^jetbrains|^raycast|^alfred|^kubectl|^octoprint|^passport|^karma|^zsh|^tmux|^sublime|^figma|^emacs"],
+  [
+    "plugin",
+    4,
+    "form",
+    "plugin|addon|add on|^vscode|^vim|vim|^nvim|nvim|^gatsby plugin|^babel plugin|^eslint plugin|^eslint config|^homebridge|^hubot|^gulp|^grunt|^markdown it|^imagemin|koplugin|userscript|^obsidian|oh my zsh|webpack plugin|^vite plugin|^rollup plugin|^postcss|^rehype|^remark|^hexo|^jekyll|^hass|homeassistant|^intellij|^jetbrains|^raycast|^alfred|^kubectl|^octoprint|^passport|^karma|^zsh|^tmux|^sublime|^figma|^emacs",
+  ],
   ["plugin", 3, "form", "extension|extensions|theme|^chrome|^firefox|^wp|^wordpress|el|mode|^atom|^jquery|loader|mod|mods"],
   ["agent", 4, "domain", "mcp|mcp server|agents@|agent@|langchain|langgraph|autogpt|crewai"],
   ["agent", 2, "domain", "copilot|chatbot|claude|gpt|llm|assistant@|rag"],
-  ["ai-ml", 3, "domain", "ml|machine learning|deep learning|pytorch|torch|tensorflow|keras|bert|yolo|nlp|gan|diffusion|tts|asr|neural|transformers|segmentation|detection|detectron|llama"],
+  [
+    "ai-ml",
+    3,
+    "domain",
+    "ml|machine learning|deep learning|pytorch|torch|tensorflow|keras|bert|yolo|nlp|gan|diffusion|tts|asr|neural|transformers|segmentation|detection|detectron|llama",
+  ],
   ["ai-ml", 2, "domain", "nn|ocr|classification|recognition|transformer|tf|ai|vision"],
-  ["frontend", 3.5, "domain", "ui|css|components|component|design system|icons|ui kit|react native|widgets|hooks|tailwind|swiftui|picker|tooltip|carousel|modal|slider|button|charts|layout"],
+  [
+    "frontend",
+    3.5,
+    "domain",
+    "ui|css|components|component|design system|icons|ui kit|react native|widgets|hooks|tailwind|swiftui|picker|tooltip|carousel|modal|slider|button|charts|layout",
+  ],
   ["frontend", 2, "domain", "react|vue|angular|svelte|widget|chart|view|animate|animation|animations|styles|bootstrap|toast|dialog|spinner|icon"],
   ["data", 3.5, "domain", "db|database|sql|orm|etl|kv|postgres|postgresql|mysql|sqlite|mongo|mongodb|redis|migrations|dataframe"],
   ["data", 2, "domain", "dataset|datasets|data|query|store|migrate"],
   ["data", 1.5, "domain", "cache"],
-  ["infrastructure", 3.5, "domain", "k8s|kubernetes|kube|helm|terraform|ansible|infra|infrastructure|devops|operator|exporter|prometheus|monitoring|^puppet|^chef|helm charts|gitops"],
+  [
+    "infrastructure",
+    3.5,
+    "domain",
+    "k8s|kubernetes|kube|helm|terraform|ansible|infra|infrastructure|devops|operator|exporter|prometheus|monitoring|^puppet|^chef|helm charts|gitops",
+  ],
   ["infrastructure", 2, "domain", "docker|deploy|monitor|grafana|cloud|aws|proxy|nginx|ci|vpn"],
   ["tool", 3.5, "form", "cli|lint|linter|fmt|formatter|downloader|ctl"],
   ["tool", 2.5, "form", "tool|tools|scanner|checker|converter|scraper|crawler|generator|dl|scripts|dotfiles"],
   ["library", 3, "form", "sdk|bindings|sys|^lib|lib|client lib"],
   ["library", 1.5, "form", "api|client|utils|util|kit|core"],
   // Ecosystem prefixes and suffixes ("django-x", "x-rs", "py-x") mostly name packages for that ecosystem.
-  ["library", 1.5, "domain", "js|py|rs|go|ex|jl|node|python|golang|rust|ruby|php|elixir|erlang|django|flask|laravel|rails|express|koa|fastapi|symfony|phoenix|ecto|swift|kotlin|scala|haskell|ocaml|clojure|perl|lua|dart|julia|ember|ng|nestjs|deno"],
+  [
+    "library",
+    1.5,
+    "domain",
+    "js|py|rs|go|ex|jl|node|python|golang|rust|ruby|php|elixir|erlang|django|flask|laravel|rails|express|koa|fastapi|symfony|phoenix|ecto|swift|kotlin|scala|haskell|ocaml|clojure|perl|lua|dart|julia|ember|ng|nestjs|deno",
+  ],
   ["framework", 3, "form", "framework|engine"],
   ["application", 3, "form", "app|application|clone|game|desktop|player|bot|editor|launcher|website|portfolio|homepage|dashboard|blog"],
   ["application", 1.5, "form", "server|manager|client|site"],
@@ -264,29 +478,89 @@ const TOPIC_ROWS: Row[] = [
   ["curated-list", 5, "form", "awesome list|awesome|curated list|awesome lists|awesome resources|reading list|paper list|curated"],
   ["curated-list", 3, "form", "resources|papers|collection|lists"],
   ["curated-list", 2, "domain", "links|bookmarks"],
-  ["educational", 4.5, "form", "tutorial|tutorials|course|courses|education|educational|learning|learn|book|books|interview|interview questions|interview preparation|cheatsheet|cheatsheets|workshop|exercises|beginner|beginners|teaching|lecture notes|lectures|100 days of code|leetcode|leetcode solutions|kata|katas|koans|study notes|learning resources|learn to code|education resources|programming exercises|coding interview|homework|textbook|ebook"],
+  [
+    "educational",
+    4.5,
+    "form",
+    "tutorial|tutorials|course|courses|education|educational|learning|learn|book|books|interview|interview questions|interview preparation|cheatsheet|cheatsheets|workshop|exercises|beginner|beginners|teaching|lecture notes|lectures|100 days of code|leetcode|leetcode solutions|kata|katas|koans|study notes|learning resources|learn to code|education resources|programming exercises|coding interview|homework|textbook|ebook",
+  ],
   ["educational", 3.5, "form", "examples|example|sample|samples|notes|roadmap|design patterns|best practices|system design|university|demo"],
   ["educational", 2.5, "domain", "algorithms|data structures"],
-  ["starter", 4.5, "form", "boilerplate|starter|starter kit|template|starter template|boilerplate template|project template|templates|cookiecutter|scaffold|scaffolding|seed|skeleton|template repository|boilerplates|starter project"],
-  ["plugin", 4.5, "form", "vscode extension|visual studio code extension|chrome extension|browser extension|firefox extension|firefox addon|webextension|web extension|wordpress plugin|plugin|plugins|extension|extensions|addon|add on|neovim plugin|vim plugin|nvim plugin|obsidian plugin|emacs package|jquery plugin|webpack plugin|babel plugin|eslint plugin|gatsby plugin|postcss plugin|vite plugin|rollup plugin|minecraft mod|mod|hacs|hacs integration|zsh plugin|tmux plugin|userscript|tampermonkey|greasemonkey|figma plugin|intellij plugin|jetbrains plugin|raycast extension|alfred workflow|kubectl plugin|grafana plugin|homebridge plugin|github action|vscode theme|claude code plugin"],
+  [
+    "starter",
+    4.5,
+    "form",
+    "boilerplate|starter|starter kit|template|starter template|boilerplate template|project template|templates|cookiecutter|scaffold|scaffolding|seed|skeleton|template repository|boilerplates|starter project",
+  ],
+  [
+    "plugin",
+    4.5,
+    "form",
+    "vscode extension|visual studio code extension|chrome extension|browser extension|firefox extension|firefox addon|webextension|web extension|wordpress plugin|plugin|plugins|extension|extensions|addon|add on|neovim plugin|vim plugin|nvim plugin|obsidian plugin|emacs package|jquery plugin|webpack plugin|babel plugin|eslint plugin|gatsby plugin|postcss plugin|vite plugin|rollup plugin|minecraft mod|mod|hacs|hacs integration|zsh plugin|tmux plugin|userscript|tampermonkey|greasemonkey|figma plugin|intellij plugin|jetbrains plugin|raycast extension|alfred workflow|kubectl plugin|grafana plugin|homebridge plugin|github action|vscode theme|claude code plugin",
+  ],
   ["plugin", 2.5, "domain", "vscode|vim|neovim|emacs|obsidian md|obsidian|home assistant|homeassistant|oh my zsh|theme|github actions|wordpress"],
-  ["agent", 4.5, "domain", "ai agent|ai agents|agents@|agent@|llm agent|llm agents|autonomous agents|autonomous agent|multi agent|multi agent systems|agentic|agentic ai|mcp|mcp server|mcp servers|model context protocol|langchain|langgraph|crewai|autogen|ai assistant|claude code|agent skills|skills@|coding agent|retrieval augmented generation|llm apps"],
+  [
+    "agent",
+    4.5,
+    "domain",
+    "ai agent|ai agents|agents@|agent@|llm agent|llm agents|autonomous agents|autonomous agent|multi agent|multi agent systems|agentic|agentic ai|mcp|mcp server|mcp servers|model context protocol|langchain|langgraph|crewai|autogen|ai assistant|claude code|agent skills|skills@|coding agent|retrieval augmented generation|llm apps",
+  ],
   ["agent", 3, "domain", "rag|copilot|chatbot|prompt engineering|prompts"],
   ["agent", 2, "domain", "llm|llms|chatgpt|openai|claude|gpt|gpt 4|anthropic|large language models|ollama|gemini|deepseek"],
-  ["ai-ml", 4, "domain", "machine learning|deep learning|pytorch|tensorflow|ml|neural network|neural networks|nlp|natural language processing|computer vision|data science|reinforcement learning|scikit learn|keras|transformers|huggingface|mlops|deep neural networks|cnn|gan|diffusion|stable diffusion|speech recognition|object detection|kaggle|jax|llm inference|inference|fine tuning|lora|xgboost|automl|jupyter notebook|image classification|pandas|statistics|data analysis|deep reinforcement learning|text to speech|tts|ocr|artificial intelligence|generative ai|machine learning algorithms"],
+  [
+    "ai-ml",
+    4,
+    "domain",
+    "machine learning|deep learning|pytorch|tensorflow|ml|neural network|neural networks|nlp|natural language processing|computer vision|data science|reinforcement learning|scikit learn|keras|transformers|huggingface|mlops|deep neural networks|cnn|gan|diffusion|stable diffusion|speech recognition|object detection|kaggle|jax|llm inference|inference|fine tuning|lora|xgboost|automl|jupyter notebook|image classification|pandas|statistics|data analysis|deep reinforcement learning|text to speech|tts|ocr|artificial intelligence|generative ai|machine learning algorithms",
+  ],
   ["ai-ml", 1.5, "domain", "ai|llm|llms|gpu|cuda|onnx|time series"],
-  ["frontend", 4.5, "domain", "ui|ui components|react components|component library|css framework|design system|ui kit|ui library|web components|vue components|frontend|front end|css|tailwindcss|tailwind|material design|icons|swiftui|flutter widget|react hooks|charts|chart|animation|scss|sass|bootstrap|components|typography|jetpack compose|datepicker|carousel|modal|tooltip|ui design"],
+  [
+    "frontend",
+    4.5,
+    "domain",
+    "ui|ui components|react components|component library|css framework|design system|ui kit|ui library|web components|vue components|frontend|front end|css|tailwindcss|tailwind|material design|icons|swiftui|flutter widget|react hooks|charts|chart|animation|scss|sass|bootstrap|components|typography|jetpack compose|datepicker|carousel|modal|tooltip|ui design",
+  ],
   ["frontend", 2, "domain", "react|vue|vuejs|angular|svelte|jquery|flutter|svg|canvas|webgl|threejs|d3|data visualization|visualization|widget|hooks"],
-  ["data", 4.5, "domain", "database|databases|orm|sql|nosql|postgresql|postgres|mysql|sqlite|mongodb|etl|data engineering|data pipeline|big data|key value|key value store|time series database|vector database|graph database|query builder|clickhouse|duckdb|olap|data warehouse|dataframe|dbt"],
+  [
+    "data",
+    4.5,
+    "domain",
+    "database|databases|orm|sql|nosql|postgresql|postgres|mysql|sqlite|mongodb|etl|data engineering|data pipeline|big data|key value|key value store|time series database|vector database|graph database|query builder|clickhouse|duckdb|olap|data warehouse|dataframe|dbt",
+  ],
   ["data", 2.5, "domain", "data|dataset|datasets|csv|cache|search engine|kafka|apache spark|spark|elasticsearch|redis|cassandra|airflow|migrations"],
-  ["infrastructure", 4.5, "domain", "kubernetes|k8s|devops|terraform|ansible|helm|helm chart|helm charts|monitoring|observability|prometheus|cicd|ci cd|continuous integration|continuous delivery|infrastructure|infrastructure as code|iac|gitops|cloud native|service mesh|kubernetes operator|sre|reverse proxy|load balancer|homelab|istio|openstack|pulumi"],
-  ["infrastructure", 2.5, "domain", "ci|docker|containers|container|serverless|aws|cloud|grafana|tracing|logging|proxy|nginx|traefik|vagrant|puppet|chef|docker compose|operator|azure|gcp"],
-  ["tool", 4.5, "form", "cli|command line|command line tool|command line interface|developer tools|devtools|linter|formatter|static analysis|build tool|bundler|debugger|profiler|code generator|tui|tool|tools|utility|package manager|security tools|hacking tool"],
+  [
+    "infrastructure",
+    4.5,
+    "domain",
+    "kubernetes|k8s|devops|terraform|ansible|helm|helm chart|helm charts|monitoring|observability|prometheus|cicd|ci cd|continuous integration|continuous delivery|infrastructure|infrastructure as code|iac|gitops|cloud native|service mesh|kubernetes operator|sre|reverse proxy|load balancer|homelab|istio|openstack|pulumi",
+  ],
+  [
+    "infrastructure",
+    2.5,
+    "domain",
+    "ci|docker|containers|container|serverless|aws|cloud|grafana|tracing|logging|proxy|nginx|traefik|vagrant|puppet|chef|docker compose|operator|azure|gcp",
+  ],
+  [
+    "tool",
+    4.5,
+    "form",
+    "cli|command line|command line tool|command line interface|developer tools|devtools|linter|formatter|static analysis|build tool|bundler|debugger|profiler|code generator|tui|tool|tools|utility|package manager|security tools|hacking tool",
+  ],
   ["tool", 2.5, "domain", "terminal|compiler|testing|fuzzing|pentest|penetration testing"],
   ["tool", 1.5, "domain", "shell|bash|automation|productivity|git|zsh|dotfiles"],
-  ["library", 4, "form", "library|lib|sdk|api client|api wrapper|wrapper|bindings|npm package|python library|python package|javascript library|typescript library|rust library|crate|gem|header only|parser|polyfill|module|package|client library"],
+  [
+    "library",
+    4,
+    "form",
+    "library|lib|sdk|api client|api wrapper|wrapper|bindings|npm package|python library|python package|javascript library|typescript library|rust library|crate|gem|header only|parser|polyfill|module|package|client library",
+  ],
   ["framework", 4, "form", "framework|web framework|mvc|microframework|game engine|full stack framework|php framework"],
-  ["application", 4.5, "form", "ebook manager|ebook reader|ebook library|epub reader|self hosted|selfhosted|app|application|android app|ios app|desktop app|desktop application|electron app|webapp|web app|pwa|cms|discord bot|telegram bot|note taking|music player|media server|password manager"],
+  [
+    "application",
+    4.5,
+    "form",
+    "ebook manager|ebook reader|ebook library|epub reader|self hosted|selfhosted|app|application|android app|ios app|desktop app|desktop application|electron app|webapp|web app|pwa|cms|discord bot|telegram bot|note taking|music player|media server|password manager",
+  ],
   ["application", 3, "form", "game|games|bot|emulator|editor|text editor|ide|dashboard"],
   ["application", 1.5, "domain", "android|ios|macos|electron|windows|linux"],
 ];
@@ -362,19 +636,22 @@ const AI_CJK_RE = /人工智能|大模型|智能体|大语言模型/;
  * the library*"). The head noun normally comes before them.
  */
 const OBJECT_WORDS = new Set(
-  ("build building builds create creating creates make making makes write writing writes develop developing develops " +
+  (
+    "build building builds create creating creates make making makes write writing writes develop developing develops " +
     "generate generates generating manage manages managing convert converts deploy deploys install installs browse discover find " +
     "return returns fetch fetches handle handles validate validates extract extracts " +
-    "for with using via into your")
-    .split(" "),
+    "for with using via into your"
+  ).split(" "),
 );
 const OBJECT_WINDOW = 3;
 
 /** Plural nouns for kinds of resources: a description that enumerates several is describing a list. */
 const RESOURCE_NOUNS = new Set(
-  ("resources links libraries tools frameworks plugins themes articles books papers videos courses tutorials talks blogs podcasts " +
+  (
+    "resources links libraries tools frameworks plugins themes articles books papers videos courses tutorials talks blogs podcasts " +
     "websites sites projects packages datasets apps applications software extensions newsletters guides cheatsheets demos examples " +
-    "communities conferences people companies events repositories repos services materials posts slides presentations").split(" "),
+    "communities conferences people companies events repositories repos services materials posts slides presentations"
+  ).split(" "),
 );
 const ENUMERATION_MIN = 3;
 
@@ -396,16 +673,98 @@ interface Pattern {
   readonly label: string;
 }
 const DESC_PATTERNS: readonly Pattern[] = [
-  { cat: "educational", w: 5, kind: "form", pre: [" in "], re: /\b(learn|master|teach yourself)\b.{0,60}\bin \d+ (days|hours|minutes|weeks|steps|lessons)\b/, label: "learn X in N days" },
+  {
+    cat: "educational",
+    w: 5,
+    kind: "form",
+    pre: [" in "],
+    re: /\b(learn|master|teach yourself)\b.{0,60}\bin \d+ (days|hours|minutes|weeks|steps|lessons)\b/,
+    label: "learn X in N days",
+  },
   { cat: "educational", w: 5, kind: "form", pre: ["day"], re: /\b\d+ days of\b|\bdays? \d+ of \d+\b/, label: "N days of" },
-  { cat: "educational", w: 4, kind: "form", pre: ["book", "course", "lecture", "workshop", "tutorial", "talk", "video", "mooc", "speciali", "bootcamp"], re: /\b(code|examples?|exercises|solutions|source|materials?|notebooks?|slides|implementations?|answers|notes)\b.{0,40}\b(for|from|of|to|accompanying|in)\b.{0,50}\b(book|course|lecture|lectures|workshop|tutorial|talk|video series|textbook|mooc|specialization|bootcamp)s?\b/, label: "companion to a book/course" },
-  { cat: "educational", w: 3.5, kind: "form", pre: ["how to", "guide", "introduction", "understanding", "mastering"], re: /^(how to|a guide to|the complete guide|a practical guide|an introduction|understanding|mastering)\b/, label: "guide-style opening" },
-  { cat: "curated-list", w: 4, kind: "form", pre: [" of "], re: /\b(directory|catalog|catalogue|compilation|roundup|index) of (\S+ ){0,3}?(resources|links|libraries|tools|projects|software|apps|applications|frameworks|packages|plugins|extensions|papers|articles|books|courses|tutorials|talks|videos|blogs|podcasts|websites|sites|datasets|apis|companies|people|repositories|repos|servers|games|themes|services|alternatives|materials|references|newsletters|conferences|communities)\b/, label: "directory of resources" },
-  { cat: "curated-list", w: 3, kind: "form", pre: ["collection of "], re: /\bcollection of (\S+ ){0,2}?(useful |interesting |great |best |popular |notable |open source |free |handy |cool )(\S+ ){0,2}?(libraries|tools|projects|software|apps|frameworks|packages|repositories|repos|resources)\b/, label: "collection of notable projects" },
-  { cat: "plugin", w: 5, kind: "form", pre: ["for "], re: /\b(plugins?|extensions?|add ?ons?|addons?|integrations?|mods?|themes?|packages?) for (the )?(visual studio( code)?|vs ?code|vim|neovim|nvim|emacs|sublime( text)?|atom|intellij( idea)?|jetbrains|eclipse|android studio|xcode|chrome|chromium|firefox|safari|edge|wordpress|jquery|obsidian|figma|sketch|blender|unity|godot|minecraft|gradle|maven|webpack|babel|eslint|rollup|vite|gatsby|grafana|jenkins|kubectl|zsh|oh[ -]my[ -]zsh|tmux|home ?assistant|homebridge|jupyter(lab)?|garry ?s mod|photoshop|gimp|inkscape|krita|obs|discord|slack|mattermost|nextcloud|octoprint|kodi|jellyfin|plex|anki|thunderbird|joplin|logseq|raycast|alfred|vuepress|hexo|hugo|jekyll|ghost|shopify|woocommerce|magento|drupal|joomla|moodle|redmine|keycloak|kong|traefik|backstage|docusaurus|mkdocs|sphinx|pytest|jest|mocha|karma|gulp|grunt|postcss|tailwind(css)?|capacitor|cordova|ionic|nativescript|flutter|strapi|directus|payload|sanity|n8n|node red|telegraf|fluentd|logstash|kibana|elasticsearch|prometheus|terraform|ansible|vagrant|packer|docker|kubernetes|helm|argo ?cd|airflow|dbt|superset|metabase|tableau|excel|google sheets|notion|trello|jira|confluence|github|gitlab|bitbucket)\b/, label: "add-on for a host" },
-  { cat: "library", w: 2, kind: "domain", pre: ["for "], re: /\bfor (the )?(node ?js|node|nodejs|python( ?3)?|go|golang|rust|elixir|erlang|ruby|php|java|kotlin|scala|clojure|haskell|ocaml|swift|dart|julia|lua|perl|c\+\+|c#|javascript|typescript|deno|bun|react|react native|vue( ?js)?|angular( ?js)?|svelte|django|flask|fastapi|laravel|rails|ruby on rails|symfony|express|koa|spring( boot)?|phoenix|ecto|micropython|arduino|esp32|esp8266|pytorch|tensorflow|pandas|numpy)( (apps|applications|projects))?\b/, label: "for an ecosystem" },
-  { cat: "application", w: 1.5, kind: "domain", pre: ["for ", "on "], re: /\b(for|on) (android|ios|iphone|ipad|macos|mac|windows|linux|desktop|the desktop)\b/, label: "for a platform" },
-  { cat: "ai-ml", w: 3, kind: "domain", pre: ["cvpr", "iccv", "eccv", "nips", "neurips", "icml", "iclr", "aaai", "ijcai", "emnlp", "naacl", "miccai", "interspeech", "icassp", "wacv", "bmvc", "coling", "kdd"], re: /\b(cvpr|iccv|eccv|neurips|nips|icml|iclr|aaai|ijcai|emnlp|naacl|miccai|interspeech|icassp|wacv|bmvc|coling|kdd)\b/, label: "ML venue" },
+  {
+    cat: "educational",
+    w: 4,
+    kind: "form",
+    pre: ["book", "course", "lecture", "workshop", "tutorial", "talk", "video", "mooc", "speciali", "bootcamp"],
+    re: /\b(code|examples?|exercises|solutions|source|materials?|notebooks?|slides|implementations?|answers|notes)\b.{0,40}\b(for|from|of|to|accompanying|in)\b.{0,50}\b(book|course|lecture|lectures|workshop|tutorial|talk|video series|textbook|mooc|specialization|bootcamp)s?\b/,
+    label: "companion to a book/course",
+  },
+  {
+    cat: "educational",
+    w: 3.5,
+    kind: "form",
+    pre: ["how to", "guide", "introduction", "understanding", "mastering"],
+    re: /^(how to|a guide to|the complete guide|a practical guide|an introduction|understanding|mastering)\b/,
+    label: "guide-style opening",
+  },
+  {
+    cat: "curated-list",
+    w: 4,
+    kind: "form",
+    pre: [" of "],
+    re: /\b(directory|catalog|catalogue|compilation|roundup|index) of (\S+ ){0,3}?(resources|links|libraries|tools|projects|software|apps|applications|frameworks|packages|plugins|extensions|papers|articles|books|courses|tutorials|talks|videos|blogs|podcasts|websites|sites|datasets|apis|companies|people|repositories|repos|servers|games|themes|services|alternatives|materials|references|newsletters|conferences|communities)\b/,
+    label: "directory of resources",
+  },
+  {
+    cat: "curated-list",
+    w: 3,
+    kind: "form",
+    pre: ["collection of "],
+    re: /\bcollection of (\S+ ){0,2}?(useful |interesting |great |best |popular |notable |open source |free |handy |cool )(\S+ ){0,2}?(libraries|tools|projects|software|apps|frameworks|packages|repositories|repos|resources)\b/,
+    label: "collection of notable projects",
+  },
+  {
+    cat: "plugin",
+    w: 5,
+    kind: "form",
+    pre: ["for "],
+    re: /\b(plugins?|extensions?|add ?ons?|addons?|integrations?|mods?|themes?|packages?) for (the )?(visual studio( code)?|vs ?code|vim|neovim|nvim|emacs|sublime( text)?|atom|intellij( idea)?|jetbrains|eclipse|android studio|xcode|chrome|chromium|firefox|safari|edge|wordpress|jquery|obsidian|figma|sketch|blender|unity|godot|minecraft|gradle|maven|webpack|babel|eslint|rollup|vite|gatsby|grafana|jenkins|kubectl|zsh|oh[ -]my[ -]zsh|tmux|home ?assistant|homebridge|jupyter(lab)?|garry ?s mod|photoshop|gimp|inkscape|krita|obs|discord|slack|mattermost|nextcloud|octoprint|kodi|jellyfin|plex|anki|thunderbird|joplin|logseq|raycast|alfred|vuepress|hexo|hugo|jekyll|ghost|shopify|woocommerce|magento|drupal|joomla|moodle|redmine|keycloak|kong|traefik|backstage|docusaurus|mkdocs|sphinx|pytest|jest|mocha|karma|gulp|grunt|postcss|tailwind(css)?|capacitor|cordova|ionic|nativescript|flutter|strapi|directus|payload|sanity|n8n|node red|telegraf|fluentd|logstash|kibana|elasticsearch|prometheus|terraform|ansible|vagrant|packer|docker|kubernetes|helm|argo ?cd|airflow|dbt|superset|metabase|tableau|excel|google sheets|notion|trello|jira|confluence|github|gitlab|bitbucket)\b/,
+    label: "add-on for a host",
+  },
+  {
+    cat: "library",
+    w: 2,
+    kind: "domain",
+    pre: ["for "],
+    re: /\bfor (the )?(node ?js|node|nodejs|python( ?3)?|go|golang|rust|elixir|erlang|ruby|php|java|kotlin|scala|clojure|haskell|ocaml|swift|dart|julia|lua|perl|c\+\+|c#|javascript|typescript|deno|bun|react|react native|vue( ?js)?|angular( ?js)?|svelte|django|flask|fastapi|laravel|rails|ruby on rails|symfony|express|koa|spring( boot)?|phoenix|ecto|micropython|arduino|esp32|esp8266|pytorch|tensorflow|pandas|numpy)( (apps|applications|projects))?\b/,
+    label: "for an ecosystem",
+  },
+  {
+    cat: "application",
+    w: 1.5,
+    kind: "domain",
+    pre: ["for ", "on "],
+    re: /\b(for|on) (android|ios|iphone|ipad|macos|mac|windows|linux|desktop|the desktop)\b/,
+    label: "for a platform",
+  },
+  {
+    cat: "ai-ml",
+    w: 3,
+    kind: "domain",
+    pre: [
+      "cvpr",
+      "iccv",
+      "eccv",
+      "nips",
+      "neurips",
+      "icml",
+      "iclr",
+      "aaai",
+      "ijcai",
+      "emnlp",
+      "naacl",
+      "miccai",
+      "interspeech",
+      "icassp",
+      "wacv",
+      "bmvc",
+      "coling",
+      "kdd",
+    ],
+    re: /\b(cvpr|iccv|eccv|neurips|nips|icml|iclr|aaai|ijcai|emnlp|naacl|miccai|interspeech|icassp|wacv|bmvc|coling|kdd)\b/,
+    label: "ML venue",
+  },
   { cat: "ai-ml", w: 2, kind: "domain", pre: ["paper"], re: /\b(code|implementation) (for|of) (the |our )?paper\b/, label: "paper code" },
 ];
 
@@ -570,10 +929,11 @@ function scoreProse(tokens: readonly string[], text: string, into: FieldScore, a
   }
   let nouns = 0;
   const seen = new Set<string>();
-  for (const t of tokens) if (RESOURCE_NOUNS.has(t) && !seen.has(t)) {
-    seen.add(t);
-    nouns++;
-  }
+  for (const t of tokens)
+    if (RESOURCE_NOUNS.has(t) && !seen.has(t)) {
+      seen.add(t);
+      nouns++;
+    }
   if (nouns >= ENUMERATION_MIN) into.add("curated-list", 3, "enumerates resources", false);
 }
 
@@ -634,6 +994,23 @@ export function ruleScores(f: Features): RuleResult {
 
 /** A fingerprint of every table above, so any edit changes the classifier id even if RULES_VERSION is forgotten. */
 export function rulesFingerprint(): string {
-  return JSON.stringify([RULES_VERSION, HEAD_BONUS, NON_HEAD_FACTOR, OBJECT_FACTOR, README_FACTOR, FIELD_CAP, ENUMERATION_MIN, DESC_ROWS, NAME_ROWS, TOPIC_ROWS, LANGUAGE_CUES,
-    CJK_RULES.map(([c, w, re]) => [c, w, re.source]), DESC_PATTERNS.map((p) => [p.cat, p.w, p.kind, p.pre, p.re.source]), [...OBJECT_WORDS], [...RESOURCE_NOUNS], [...AI_WORDS], AWESOME_NAME_RE.source]);
+  return JSON.stringify([
+    RULES_VERSION,
+    HEAD_BONUS,
+    NON_HEAD_FACTOR,
+    OBJECT_FACTOR,
+    README_FACTOR,
+    FIELD_CAP,
+    ENUMERATION_MIN,
+    DESC_ROWS,
+    NAME_ROWS,
+    TOPIC_ROWS,
+    LANGUAGE_CUES,
+    CJK_RULES.map(([c, w, re]) => [c, w, re.source]),
+    DESC_PATTERNS.map((p) => [p.cat, p.w, p.kind, p.pre, p.re.source]),
+    [...OBJECT_WORDS],
+    [...RESOURCE_NOUNS],
+    [...AI_WORDS],
+    AWESOME_NAME_RE.source,
+  ]);
 }

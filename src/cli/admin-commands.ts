@@ -61,12 +61,13 @@ function topupMicros(flag: string, text: string): number {
 const money = (micros: number) => `${formatUsd(micros)} USD (${micros} micros)`;
 
 function printAccount(a: Account, balanceMicros: number): void {
-  console.log(JSON.stringify({ id: a.id, name: a.name, status: a.status, createdAt: a.createdAt, balanceMicros, balanceUsd: formatUsd(balanceMicros) }, null, 2));
+  console.log(
+    JSON.stringify({ id: a.id, name: a.name, status: a.status, createdAt: a.createdAt, balanceMicros, balanceUsd: formatUsd(balanceMicros) }, null, 2),
+  );
 }
 
 const ACCOUNTS_USAGE = "reposearch accounts create|suspend|activate NAME [--data-dir DIR]";
-const KEYS_USAGE =
-  "reposearch keys create --account NAME [--credits-usd N] [--scopes search] | reposearch keys revoke KEY_PREFIX  [--data-dir DIR]";
+const KEYS_USAGE = "reposearch keys create --account NAME [--credits-usd N] [--scopes search] | reposearch keys revoke KEY_PREFIX  [--data-dir DIR]";
 const CREDITS_USAGE = "reposearch credits topup --account NAME --usd N | reposearch credits balance --account NAME  [--data-dir DIR]";
 
 export const adminCommands: Record<string, Command> = {
@@ -132,7 +133,10 @@ export const adminCommands: Record<string, Command> = {
         // A full key is accepted too; only its prefix is used or echoed.
         const prefix = parseKey(given)?.prefix ?? given;
         if (!KEY_PREFIX_RE.test(prefix)) {
-          throw new ReposearchError(ErrorCode.ValidationError, `not a key prefix: ${JSON.stringify(redactKeys(prefix))} (expected rsk_ and 8 letters or digits)`);
+          throw new ReposearchError(
+            ErrorCode.ValidationError,
+            `not a key prefix: ${JSON.stringify(redactKeys(prefix))} (expected rsk_ and 8 letters or digits)`,
+          );
         }
         return withStore(config, async (store) => {
           const n = await store.revokeKey(prefix);

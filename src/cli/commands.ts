@@ -83,7 +83,10 @@ function positiveInt(flag: string, v: string | boolean | undefined): number | un
 
 async function buildIndex(config: Config, opts: { limit?: number | undefined; shard?: string | undefined; retrain?: boolean }): Promise<IndexReport> {
   if (!config.dataset) {
-    throw new ReposearchError(ErrorCode.ValidationError, "no dataset: pass --dataset PATH_OR_URL or set DATASET (the default ../shared/data/repos.jsonl.gz does not exist)");
+    throw new ReposearchError(
+      ErrorCode.ValidationError,
+      "no dataset: pass --dataset PATH_OR_URL or set DATASET (the default ../shared/data/repos.jsonl.gz does not exist)",
+    );
   }
   const store = await openStore(config);
   try {
@@ -109,7 +112,9 @@ function printReport(r: IndexReport): void {
     `changes        ${r.embedded} embedded, ${r.unchanged} unchanged, ${r.deleted} deleted`,
     `version        ${r.version ?? "(none)"}${r.published ? " (published)" : " (nothing to publish)"}`,
     `embedder       ${r.embedderId}`,
-    `time           ${Object.entries(r.seconds).map(([k, v]) => `${k} ${v.toFixed(1)}s`).join(", ")}`,
+    `time           ${Object.entries(r.seconds)
+      .map(([k, v]) => `${k} ${v.toFixed(1)}s`)
+      .join(", ")}`,
     `report         ${r.reportFile}`,
   ];
   if (r.rejected) {
@@ -177,7 +182,8 @@ export const commands: Record<string, Command> = {
       const store = await openStore(config);
       try {
         const info = await store.info();
-        if (!info.version || !info.embedderId) throw new ReposearchError(ErrorCode.Unavailable, `no published index in ${config.dataDir}: run \`reposearch index\` first`);
+        if (!info.version || !info.embedderId)
+          throw new ReposearchError(ErrorCode.Unavailable, `no published index in ${config.dataDir}: run \`reposearch index\` first`);
         if (mode === "lexical") {
           printHits(await store.lexicalSearch({ text, limit }));
         } else {
@@ -269,7 +275,9 @@ export const commands: Record<string, Command> = {
       const stopped = closeOnSignals(running);
       if (firstBuild) {
         // The build runs beside the server in this process; a failed build leaves the bootstrap serving.
-        buildIndex(config, {}).then(printReport, (e: unknown) => logger.error("index build failed; still serving the bootstrap index", { error: (e as Error).message }));
+        buildIndex(config, {}).then(printReport, (e: unknown) =>
+          logger.error("index build failed; still serving the bootstrap index", { error: (e as Error).message }),
+        );
       }
       await stopped;
       return 0;

@@ -35,9 +35,13 @@ function trainConfig(values: CommandContext["values"]): TrainConfig {
   const d = DEFAULT_TRAIN_CONFIG;
   let pairs = d.pairs;
   if (typeof values.pairs === "string") {
-    const kinds = values.pairs.split(",").map((s) => s.trim()).filter(Boolean);
+    const kinds = values.pairs
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
     const bad = kinds.filter((k) => !PAIR_KINDS.includes(k as PairKind));
-    if (kinds.length === 0 || bad.length) throw new ReposearchError(ErrorCode.ValidationError, `--pairs: expected a comma list of ${PAIR_KINDS.join(", ")} (got ${JSON.stringify(values.pairs)})`);
+    if (kinds.length === 0 || bad.length)
+      throw new ReposearchError(ErrorCode.ValidationError, `--pairs: expected a comma list of ${PAIR_KINDS.join(", ")} (got ${JSON.stringify(values.pairs)})`);
     // Canonical order, so the same set of kinds always gives the same model id.
     pairs = PAIR_KINDS.filter((k) => kinds.includes(k));
   }
@@ -69,7 +73,8 @@ async function initModelDir(config: Config, values: CommandContext["values"], re
   if (typeof values.init === "string") {
     const id = values.init.trim();
     const dir = path.join(root, id);
-    if (!id || id !== path.basename(id) || !existsSync(path.join(dir, "model.json"))) throw new ReposearchError(ErrorCode.ValidationError, `--init: no static model ${JSON.stringify(id)} under ${root}`);
+    if (!id || id !== path.basename(id) || !existsSync(path.join(dir, "model.json")))
+      throw new ReposearchError(ErrorCode.ValidationError, `--init: no static model ${JSON.stringify(id)} under ${root}`);
     return dir;
   }
   const active = await activeStaticModel(config.dataDir);
@@ -103,7 +108,10 @@ async function run({ config, values }: CommandContext): Promise<number> {
   const res = await trainModel({ dataDir: config.dataDir, records, initDir, config: cfg, logger: log, progress });
   const lines = [
     `init           static:${res.initId} (${initDir})`,
-    `pairs          ${Object.entries(res.pairs).filter(([k]) => cfg.pairs.includes(k as PairKind)).map(([k, n]) => `${k} ${n}`).join(", ")}`,
+    `pairs          ${Object.entries(res.pairs)
+      .filter(([k]) => cfg.pairs.includes(k as PairKind))
+      .map(([k, n]) => `${k} ${n}`)
+      .join(", ")}`,
   ];
   if (res.trained === null) {
     lines.push(`model          static:${res.modelId} (already trained with this configuration and data: ${res.dir})`);

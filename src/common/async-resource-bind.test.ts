@@ -15,7 +15,13 @@ test("bound functions get a plain asyncResource property, not per-call accessor 
   assert.equal(d.value, resource);
   assert.equal(d.enumerable, true);
   // The static form goes through the same method.
-  assert.equal(Object.getOwnPropertyDescriptor(AsyncResource.bind(() => 2), "asyncResource")!.get, undefined);
+  assert.equal(
+    Object.getOwnPropertyDescriptor(
+      AsyncResource.bind(() => 2),
+      "asyncResource",
+    )!.get,
+    undefined,
+  );
 });
 
 test("the replacement behaves as Node's: async scope, context, this, arguments, result, length, errors", () => {

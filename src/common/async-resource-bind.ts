@@ -31,7 +31,9 @@ export function nodeBindUsesAccessor(): boolean {
 
 function bind<Func extends (...args: never[]) => unknown>(this: AsyncResource, fn: Func, thisArg?: unknown): Func {
   if (typeof fn !== "function") {
-    throw Object.assign(new TypeError(`The "fn" argument must be of type function. Received ${fn === null ? "null" : typeof fn}`), { code: "ERR_INVALID_ARG_TYPE" });
+    throw Object.assign(new TypeError(`The "fn" argument must be of type function. Received ${fn === null ? "null" : typeof fn}`), {
+      code: "ERR_INVALID_ARG_TYPE",
+    });
   }
   // eslint-disable-next-line @typescript-eslint/no-this-alias -- the bound function must call with this resource
   const resource = this;

@@ -78,7 +78,9 @@ const envSchema = z.object({
   PORT: int(0, 65535).default(8080),
   GRPC_PORT: int(0, 65535).default(50051),
   // No schema default: unset, it follows GRPC_PORT (see loadConfig).
-  CONNECT_PORT: int(0, 65535).optional().transform((v) => v ?? null),
+  CONNECT_PORT: int(0, 65535)
+    .optional()
+    .transform((v) => v ?? null),
   CORE_ADDRESS: optionalString,
   CORE_TIMEOUT_MS: int(1, 600_000).default(2_000),
   CORE_STREAMS: int(0, 64).default(1),
@@ -136,7 +138,16 @@ export function envSchemaDefaults(): Record<EnvVariable, string | number | null>
 }
 
 /** The sections of docs/configuration.md, in order. */
-export const ENV_SECTIONS = ["Data and logs", "Embedding", "Index and embedded store", "Serving", "Rerank", "Gateway: ledger, cache and limits", "Vector store", "Tracing"] as const;
+export const ENV_SECTIONS = [
+  "Data and logs",
+  "Embedding",
+  "Index and embedded store",
+  "Serving",
+  "Rerank",
+  "Gateway: ledger, cache and limits",
+  "Vector store",
+  "Tracing",
+] as const;
 export type EnvSection = (typeof ENV_SECTIONS)[number];
 
 export interface EnvDoc {
@@ -154,15 +165,20 @@ export interface EnvDoc {
  */
 export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
   DATA_DIR: { section: "Data and logs", default: "`./data`", meaning: "everything the service writes: index versions, checkpoints, models, run reports" },
-  DATASET: { section: "Data and logs", default: "`../shared/data/repos.jsonl.gz` when it exists", meaning: "dataset path or http(s) URL (JSONL, gzip or plain)" },
+  DATASET: {
+    section: "Data and logs",
+    default: "`../shared/data/repos.jsonl.gz` when it exists",
+    meaning: "dataset path or http(s) URL (JSONL, gzip or plain)",
+  },
   LOG_LEVEL: { section: "Data and logs", default: "`info`", meaning: "`debug`, `info`, `warn`, `error` or `silent`; logs are JSON lines on stderr" },
-  EMBEDDER: { section: "Embedding", default: "`static`", meaning: "`static`, `use-lite`, `onnx` or `http` (docs/architecture.md, \"Embedders\")" },
+  EMBEDDER: { section: "Embedding", default: "`static`", meaning: '`static`, `use-lite`, `onnx` or `http` (docs/architecture.md, "Embedders")' },
   EMBED_WORKERS: { section: "Embedding", default: "`0` (one per core)", meaning: "worker threads that embed documents" },
   EMBED_BATCH_SIZE: { section: "Embedding", default: "`64`", meaning: "texts per embedding batch" },
   QUERY_EMBED_MAX_BATCH: {
     section: "Embedding",
     default: "`32`",
-    meaning: "most query embeddings the core sends to the model in one call when searches arrive together (one `SearchStream` message); `1` turns batching off. Static embedders are never batched (docs/grpc.md)",
+    meaning:
+      "most query embeddings the core sends to the model in one call when searches arrive together (one `SearchStream` message); `1` turns batching off. Static embedders are never batched (docs/grpc.md)",
   },
   ONNX_MODEL_DIR: { section: "Embedding", default: "—", meaning: "directory of a sentence-transformers ONNX export (required for `onnx`)" },
   ONNX_MAX_TOKENS: { section: "Embedding", default: "`256`", meaning: "truncation length for the `onnx` embedder" },
@@ -173,12 +189,14 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
   STATIC_TRAIN_EPOCHS: {
     section: "Embedding",
     default: "`8`",
-    meaning: "most epochs of the build's train stage, which fine-tunes a freshly distilled static model on the dataset's weak pairs before embedding (docs/embeddings.md); `0` indexes with the distilled model",
+    meaning:
+      "most epochs of the build's train stage, which fine-tunes a freshly distilled static model on the dataset's weak pairs before embedding (docs/embeddings.md); `0` indexes with the distilled model",
   },
   STATIC_TRAIN_PATIENCE: {
     section: "Embedding",
     default: "`1`",
-    meaning: "the train stage stops once the held-out loss has not improved for this many epochs and keeps the best epoch's weights; `0` = never stop early (`reposearch train --patience`)",
+    meaning:
+      "the train stage stops once the held-out loss has not improved for this many epochs and keeps the best epoch's weights; `0` = never stop early (`reposearch train --patience`)",
   },
   HNSW_M: { section: "Index and embedded store", default: "`24`", meaning: "HNSW links per node (layer 0 keeps 2·M)" },
   HNSW_EF_CONSTRUCTION: { section: "Index and embedded store", default: "`200`", meaning: "HNSW build beam width (main graph and payload subgraphs)" },
@@ -216,7 +234,8 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
   CORE_STREAM_MAX_AGE_MS: {
     section: "Serving",
     default: "`5000`",
-    meaning: "a stream takes no new searches after this long and closes once its searches are answered, so streams spread over replicas and never outlive a core's `SHUTDOWN_GRACE_MS`",
+    meaning:
+      "a stream takes no new searches after this long and closes once its searches are answered, so streams spread over replicas and never outlive a core's `SHUTDOWN_GRACE_MS`",
   },
   INDEX_WATCH_INTERVAL_MS: { section: "Serving", default: "`2000`", meaning: "how often the core looks for a newly published index version" },
   SHUTDOWN_GRACE_MS: { section: "Serving", default: "`10000`", meaning: "how long shutdown lets in-flight requests finish" },
@@ -230,7 +249,8 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
   SERVE_PROCESSES: {
     section: "Serving",
     default: "`0` (one per CPU, at most one per 2 GiB of memory)",
-    meaning: "serving processes of `reposearch serve` and of `reposearch start` on a published index (node:cluster workers sharing the ports); `1` = no cluster",
+    meaning:
+      "serving processes of `reposearch serve` and of `reposearch start` on a published index (node:cluster workers sharing the ports); `1` = no cluster",
   },
   SERVE_BALANCING: {
     section: "Serving",
@@ -250,14 +270,26 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
   RERANK_TIMEOUT_MS: { section: "Rerank", default: "`200`", meaning: "budget of the rerank stage; on expiry the first-stage order stands" },
   LEDGER_BACKEND: { section: "Gateway: ledger, cache and limits", default: "`sqlite`", meaning: "`sqlite` (embedded default) or `postgres`" },
   LEDGER_SQLITE_PATH: { section: "Gateway: ledger, cache and limits", default: "`DATA_DIR/ledger.sqlite`", meaning: "SQLite ledger file" },
-  DATABASE_URL: { section: "Gateway: ledger, cache and limits", default: "`postgres://postgres@127.0.0.1:5432/test`", meaning: "Postgres ledger (when `LEDGER_BACKEND=postgres`)" },
+  DATABASE_URL: {
+    section: "Gateway: ledger, cache and limits",
+    default: "`postgres://postgres@127.0.0.1:5432/test`",
+    meaning: "Postgres ledger (when `LEDGER_BACKEND=postgres`)",
+  },
   CACHE_BACKEND: { section: "Gateway: ledger, cache and limits", default: "`memory`", meaning: "`memory` or `redis`: rate-limit counters and the query cache" },
   REDIS_URL: { section: "Gateway: ledger, cache and limits", default: "`redis://127.0.0.1:6379`", meaning: "Redis (when `CACHE_BACKEND=redis`)" },
   RATE_LIMIT_IP_PER_MINUTE: { section: "Gateway: ledger, cache and limits", default: "`30`", meaning: "per-IP limit on every request, before authentication" },
   RATE_LIMIT_ACCOUNT_PER_MINUTE: { section: "Gateway: ledger, cache and limits", default: "`60`", meaning: "per-account limit on search" },
-  RATE_LIMIT_FAIL_MODE: { section: "Gateway: ledger, cache and limits", default: "`closed`", meaning: "limiter store down: `closed` answers 503, `open` admits under a per-process cap" },
+  RATE_LIMIT_FAIL_MODE: {
+    section: "Gateway: ledger, cache and limits",
+    default: "`closed`",
+    meaning: "limiter store down: `closed` answers 503, `open` admits under a per-process cap",
+  },
   RATE_LIMIT_FAIL_OPEN_PER_MINUTE: { section: "Gateway: ledger, cache and limits", default: "`600`", meaning: "that per-process cap, per key" },
-  TRUSTED_PROXIES: { section: "Gateway: ledger, cache and limits", default: "—", meaning: "comma-separated proxy IPs/CIDRs whose `X-Forwarded-For` is trusted" },
+  TRUSTED_PROXIES: {
+    section: "Gateway: ledger, cache and limits",
+    default: "—",
+    meaning: "comma-separated proxy IPs/CIDRs whose `X-Forwarded-For` is trusted",
+  },
   MAX_BODY_BYTES: { section: "Gateway: ledger, cache and limits", default: "`16384`", meaning: "largest accepted request body" },
   QUERY_CACHE_TTL_MS: { section: "Gateway: ledger, cache and limits", default: "`60000`", meaning: "lifetime of cached core answers (0 disables the cache)" },
   QUERY_CACHE_SIZE: { section: "Gateway: ledger, cache and limits", default: "`10000`", meaning: "entries of the in-memory query cache" },
@@ -270,9 +302,14 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     section: "Tracing",
     default: "— (tracing off)",
-    meaning: "OTLP/HTTP base URL (e.g. `http://otel-collector:4318`); when set, `serve`/`start` export OpenTelemetry spans to `<endpoint>/v1/traces` (docs/observability.md)",
+    meaning:
+      "OTLP/HTTP base URL (e.g. `http://otel-collector:4318`); when set, `serve`/`start` export OpenTelemetry spans to `<endpoint>/v1/traces` (docs/observability.md)",
   },
-  OTEL_SERVICE_NAME: { section: "Tracing", default: "`reposearch`, `reposearch-core` or `reposearch-gateway` (by role)", meaning: "`service.name` of the exported spans" },
+  OTEL_SERVICE_NAME: {
+    section: "Tracing",
+    default: "`reposearch`, `reposearch-core` or `reposearch-gateway` (by role)",
+    meaning: "`service.name` of the exported spans",
+  },
 };
 
 export interface Config {
@@ -445,15 +482,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT: must be an http(s) URL, OTLP over HTTP (got ${JSON.stringify(e.OTEL_EXPORTER_OTLP_ENDPOINT)})`);
   }
   const storeKind = e.VECTOR_STORE ?? "embedded";
-  if (!(VECTOR_STORE_KINDS as readonly string[]).includes(storeKind)) problems.push(`VECTOR_STORE: must be one of ${VECTOR_STORE_KINDS.join(", ")} (got ${JSON.stringify(storeKind)})`);
-  if (e.QDRANT_URL !== null && !/^https?:\/\/[^/\s]+/.test(e.QDRANT_URL)) problems.push(`QDRANT_URL: must be an http(s) URL (got ${JSON.stringify(e.QDRANT_URL)})`);
+  if (!(VECTOR_STORE_KINDS as readonly string[]).includes(storeKind))
+    problems.push(`VECTOR_STORE: must be one of ${VECTOR_STORE_KINDS.join(", ")} (got ${JSON.stringify(storeKind)})`);
+  if (e.QDRANT_URL !== null && !/^https?:\/\/[^/\s]+/.test(e.QDRANT_URL))
+    problems.push(`QDRANT_URL: must be an http(s) URL (got ${JSON.stringify(e.QDRANT_URL)})`);
   if (storeKind === "qdrant" && e.QDRANT_URL === null) problems.push("QDRANT_URL: required when VECTOR_STORE=qdrant");
   const collection = e.QDRANT_COLLECTION ?? DEFAULT_QDRANT_COLLECTION;
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(collection)) problems.push(`QDRANT_COLLECTION: letters, digits, _ and - only (got ${JSON.stringify(collection)})`);
   const quantization = e.QDRANT_QUANTIZATION ?? "none";
   if (quantization !== "none" && quantization !== "int8") problems.push(`QDRANT_QUANTIZATION: must be none or int8 (got ${JSON.stringify(quantization)})`);
   const qTimeout = e.QDRANT_TIMEOUT_MS === null ? 30_000 : Number(e.QDRANT_TIMEOUT_MS);
-  if (!Number.isInteger(qTimeout) || qTimeout < 1 || qTimeout > 3_600_000) problems.push(`QDRANT_TIMEOUT_MS: must be an integer in [1, 3600000] (got ${JSON.stringify(e.QDRANT_TIMEOUT_MS)})`);
+  if (!Number.isInteger(qTimeout) || qTimeout < 1 || qTimeout > 3_600_000)
+    problems.push(`QDRANT_TIMEOUT_MS: must be an integer in [1, 3600000] (got ${JSON.stringify(e.QDRANT_TIMEOUT_MS)})`);
   if (problems.length) throw new ConfigError(problems);
   const dataDir = path.resolve(e.DATA_DIR);
 
@@ -530,7 +570,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
         failMode: e.RATE_LIMIT_FAIL_MODE,
         failOpenPerMinute: e.RATE_LIMIT_FAIL_OPEN_PER_MINUTE,
       },
-      trustedProxies: (e.TRUSTED_PROXIES ?? "").split(",").map((x) => x.trim()).filter(Boolean),
+      trustedProxies: (e.TRUSTED_PROXIES ?? "")
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
       maxBodyBytes: e.MAX_BODY_BYTES,
       queryCacheTtlMs: e.QUERY_CACHE_TTL_MS,
       queryCacheSize: e.QUERY_CACHE_SIZE,

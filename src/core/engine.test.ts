@@ -16,7 +16,8 @@ function byFeature(name: (typeof FEATURES)[number], sign = 1): RankerModel {
   return rankerModel({ mean: zeros, scale: FEATURES.map(() => 1), weights: zeros }, [tree]);
 }
 
-const line = (name: string, description: string, extra: Record<string, unknown> = {}) => JSON.stringify({ name, description, stars: 500, lastSeen: "2026-08-01", ...extra });
+const line = (name: string, description: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ name, description, stars: 500, lastSeen: "2026-08-01", ...extra });
 
 describe("search engine over a lexical-only store", () => {
   let dir: string;
@@ -47,7 +48,10 @@ describe("search engine over a lexical-only store", () => {
     assert.equal(res.results[0]!.name, "jqlang/jq");
     assert.deepEqual(res.results[0]!.aliases, ["stedolan/jq"]);
     assert.ok(res.results.every((r) => r.name !== "stedolan/jq"));
-    assert.ok(res.results.slice(1).every((r) => r.aliases === undefined), "aliases only where a project has other names");
+    assert.ok(
+      res.results.slice(1).every((r) => r.aliases === undefined),
+      "aliases only where a project has other names",
+    );
   });
 
   it("excludeRepos with an old name excludes the project", async () => {
@@ -55,7 +59,10 @@ describe("search engine over a lexical-only store", () => {
     const names = res.results.map((r) => r.name);
     assert.ok(names.includes("acme/json-tool") && !names.includes("jqlang/jq"), names.join(", "));
     const all = await engine(shippedRanker()).search({ query: "json processor", limit: 5, filters: { categories: [] } });
-    assert.ok(all.results.some((r) => r.name === "jqlang/jq"), "found without the exclusion");
+    assert.ok(
+      all.results.some((r) => r.name === "jqlang/jq"),
+      "found without the exclusion",
+    );
     assert.deepEqual(res.meta.appliedFilters.excludeRepos, ["Stedolan/JQ"]);
   });
 
@@ -63,7 +70,10 @@ describe("search engine over a lexical-only store", () => {
     const res = await engine(byFeature("name_match")).search({ query: "yaml tool", limit: 5, filters: { categories: [] } });
     assert.equal(res.results[0]!.name, "acme/yaml-tool");
     assert.equal(res.results[0]!.score, 1);
-    assert.ok(res.results.slice(1).every((r) => Math.abs(r.score - Math.exp(-1)) < 1e-4), JSON.stringify(res.results.map((r) => r.score)));
+    assert.ok(
+      res.results.slice(1).every((r) => Math.abs(r.score - Math.exp(-1)) < 1e-4),
+      JSON.stringify(res.results.map((r) => r.score)),
+    );
     // meta.methods' weight is a retriever's features' share of the model: naming features are neither's.
     assert.deepEqual(res.meta.methods.lexical, { hits: 2, weight: 0 });
   });
@@ -71,7 +81,16 @@ describe("search engine over a lexical-only store", () => {
   it("ties in the model's score break by key", () => {
     const payload = (key: string) => ({ key }) as unknown as CandidatePool["candidates"][number]["payload"];
     const cand = (key: string) => ({ payload: payload(key), lexical: null, lexicalRank: null, denseRank: null, dense: null, score: 0 });
-    const pool: CandidatePool = { candidates: [cand("b/x"), cand("a/x"), cand("c/x")], features: new Float32Array(3 * FEATURES.length), lexicalHits: 3, denseHits: null, featureSeconds: 0 };
-    assert.deepEqual(rankPool(pool, shippedRanker()).map((c) => c.payload.key), ["a/x", "b/x", "c/x"]);
+    const pool: CandidatePool = {
+      candidates: [cand("b/x"), cand("a/x"), cand("c/x")],
+      features: new Float32Array(3 * FEATURES.length),
+      lexicalHits: 3,
+      denseHits: null,
+      featureSeconds: 0,
+    };
+    assert.deepEqual(
+      rankPool(pool, shippedRanker()).map((c) => c.payload.key),
+      ["a/x", "b/x", "c/x"],
+    );
   });
 });

@@ -269,7 +269,13 @@ export class SearchEngine implements SearchCore {
    * filter, joined, then explained by the store (per-field BM25, coverage, cosines) for every
    * candidate. The training harness calls this with the filters a judged query is searched with.
    */
-  async pool(text: string, filter: Filter | undefined, understanding: QueryUnderstanding, stage?: EngineOptions["onStage"], signal?: AbortSignal): Promise<CandidatePool> {
+  async pool(
+    text: string,
+    filter: Filter | undefined,
+    understanding: QueryUnderstanding,
+    stage?: EngineOptions["onStage"],
+    signal?: AbortSignal,
+  ): Promise<CandidatePool> {
     const info = await this.store.info();
     if (info.version === null) throw new ReposearchError(ErrorCode.Unavailable, "the index is not loaded yet");
     if (info.embedderId && info.embedderId !== this.embedderId) void this.ensureEmbedder(info.embedderId);
@@ -321,7 +327,11 @@ export class SearchEngine implements SearchCore {
     });
     const joined = [...byKey.values()];
     const explanation = await this.store.explain({ text, vector: use.dense ? vector : null, ids, payloads: joined.map((c) => c.payload) });
-    const candidates = joined.map((c, i) => ({ ...c, denseRank: denseRanks.get(c.payload.key) ?? null, dense: explanation.dense ? explanation.dense[i]! : null }));
+    const candidates = joined.map((c, i) => ({
+      ...c,
+      denseRank: denseRanks.get(c.payload.key) ?? null,
+      dense: explanation.dense ? explanation.dense[i]! : null,
+    }));
     const features = extractFeatures(
       {
         text,
@@ -333,7 +343,13 @@ export class SearchEngine implements SearchCore {
       },
       candidates,
     );
-    return { candidates, features, lexicalHits: lexHits?.length ?? null, denseHits: denseHits?.length ?? null, featureSeconds: (performance.now() - t0) / 1000 };
+    return {
+      candidates,
+      features,
+      lexicalHits: lexHits?.length ?? null,
+      denseHits: denseHits?.length ?? null,
+      featureSeconds: (performance.now() - t0) / 1000,
+    };
   }
 
   /** Each retriever's share of the ranker's split gain, reported as its `weight` in meta.methods. */
@@ -354,7 +370,8 @@ export function retrieverWeights(model: RankerModel): { lexical: number; dense: 
   let lexical = 0;
   let dense = 0;
   FEATURES.forEach((f, i) => {
-    if (f === "lex" || f === "lex_rank" || f === "coverage" || f.startsWith("field_") || f === "q_lex_top" || f === "q_lex_gap") lexical += model.importance[i]!;
+    if (f === "lex" || f === "lex_rank" || f === "coverage" || f.startsWith("field_") || f === "q_lex_top" || f === "q_lex_gap")
+      lexical += model.importance[i]!;
     else if (f.startsWith("dense") || f === "q_dense_top") dense += model.importance[i]!;
   });
   return { lexical, dense };

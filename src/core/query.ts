@@ -17,7 +17,10 @@ export interface QueryUnderstanding {
 // Surface form (lowercase) → languageLc. Ambiguous English words ("go", "rust") only count in
 // phrases that name a programming language; see LANGUAGE_CONTEXT.
 const LANGUAGE_ALIASES: ReadonlyArray<readonly [RegExp, string]> = [
-  [/\b(?:golang|go(?= (?:library|libraries|package|packages|module|modules|cli|framework|server|client|sdk|implementation|port|code|project|app|tool|web)))\b/, "go"],
+  [
+    /\b(?:golang|go(?= (?:library|libraries|package|packages|module|modules|cli|framework|server|client|sdk|implementation|port|code|project|app|tool|web)))\b/,
+    "go",
+  ],
   [/\bin go\b|\bgo\b(?=[,.]?$)|\bwritten in go\b|\bfor go\b/, "go"],
   [/\brust(?:lang)?\b(?! (?:removal|proof))/, "rust"],
   [/\bpython(?:3)?\b|\bpypi\b|\bdjango\b|\bflask\b|\bfastapi\b/, "python"],

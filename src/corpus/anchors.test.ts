@@ -33,18 +33,12 @@ test("repositories that name a project describe it: its anchor text and mention 
 });
 
 test("a common word that happens to be a repository name is not a mention (lowercase mid-sentence)", () => {
-  const records = [
-    rec("acme/library", "A library", { stars: 50_000 }),
-    ...mentions(10, (i) => `Fast parsing library number ${i} for dates`),
-  ];
+  const records = [rec("acme/library", "A library", { stars: 50_000 }), ...mentions(10, (i) => `Fast parsing library number ${i} for dates`)];
   assert.equal(projectEvidence(records).evidence.get("acme/library"), undefined);
 });
 
 test("a name used far more often than its holder's fame explains names something else", () => {
-  const records = [
-    rec("dockur/macos", "macOS inside a Docker container", { stars: 1_000 }),
-    ...mentions(40, (i) => `Menu bar app ${i} for macOS`),
-  ];
+  const records = [rec("dockur/macos", "macOS inside a Docker container", { stars: 1_000 }), ...mentions(40, (i) => `Menu bar app ${i} for macOS`)];
   // 1,000 stars for 40 mentions is 25 per mention, below the 30 a name's holder needs.
   assert.equal(projectEvidence(records).evidence.get("dockur/macos"), undefined);
 });

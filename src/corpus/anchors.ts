@@ -45,9 +45,10 @@ const STARS_PER_MENTION = 30;
 
 /** Languages named in repository text refer to the language, not to a repository named after it. */
 const LANGUAGE_FORMS: ReadonlySet<string> = new Set(
-  ("python javascript typescript java golang rust ruby php kotlin swift scala elixir haskell lua perl julia dart " +
-    "clojure ocaml zig nim cpp csharp html css sql shell bash powershell erlang fortran cobol matlab solidity")
-    .split(" "),
+  (
+    "python javascript typescript java golang rust ruby php kotlin swift scala elixir haskell lua perl julia dart " +
+    "clojure ocaml zig nim cpp csharp html css sql shell bash powershell erlang fortran cobol matlab solidity"
+  ).split(" "),
 );
 
 export interface ProjectEvidence {
@@ -148,16 +149,21 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
   const parsed = records.map((r) => {
     const text = r.description ?? "";
     const ws = words(text);
-    eachLongestName(text, ws, (f) => names.has(f), (form, i, n) => {
-      if (i === 0) return;
-      inner.set(form, (inner.get(form) ?? 0) + 1);
-      for (let k = i; k < i + n; k++) {
-        if (/\p{Lu}/u.test(ws[k]!.text)) {
-          capital.set(form, (capital.get(form) ?? 0) + 1);
-          break;
+    eachLongestName(
+      text,
+      ws,
+      (f) => names.has(f),
+      (form, i, n) => {
+        if (i === 0) return;
+        inner.set(form, (inner.get(form) ?? 0) + 1);
+        for (let k = i; k < i + n; k++) {
+          if (/\p{Lu}/u.test(ws[k]!.text)) {
+            capital.set(form, (capital.get(form) ?? 0) + 1);
+            break;
+          }
         }
-      }
-    });
+      },
+    );
     return { text, ws };
   });
   const isName = (form: string): boolean => {

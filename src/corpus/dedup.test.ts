@@ -8,12 +8,21 @@ const react = (name: string, extra: Partial<RepoRecord>) => rec(name, "The libra
 
 test("merges a renamed project into its newest record, which keeps the others as aliases", () => {
   const records = [
-    react("facebook/react", { stars: 245_669, lastSeen: "2026-06-09T00:00:00.000Z", pushedAt: "2026-06-07T00:00:00.000Z", topics: ["ui", "javascript"], license: "MIT" }),
+    react("facebook/react", {
+      stars: 245_669,
+      lastSeen: "2026-06-09T00:00:00.000Z",
+      pushedAt: "2026-06-07T00:00:00.000Z",
+      topics: ["ui", "javascript"],
+      license: "MIT",
+    }),
     react("react/react", { stars: 247_495, lastSeen: "2026-08-22T00:00:00.000Z", pushedAt: "2026-08-21T00:00:00.000Z" }),
     rec("vuejs/vue", "Progressive framework", { stars: 200_000 }),
   ];
   const d = dedupeProjects(records);
-  assert.deepEqual(d.records.map((r) => r.key), ["react/react", "vuejs/vue"]);
+  assert.deepEqual(
+    d.records.map((r) => r.key),
+    ["react/react", "vuejs/vue"],
+  );
   const canonical = d.records[0]!;
   assert.deepEqual(canonical.aliases, ["facebook/react"]);
   assert.equal(canonical.stars, 247_495, "the newest record's stars");
@@ -31,7 +40,13 @@ test("descriptions compare by words, case-insensitively; repository parts must m
     rec("jqlang/jq", "Command-line JSON processor.", { stars: 35_467, lastSeen: "2026-08-22T00:00:00.000Z" }),
     rec("someone/jq-clone", "Command-line JSON processor", { stars: 5 }),
   ]);
-  assert.deepEqual(d.records.map((r) => [r.key, r.aliases]), [["jqlang/jq", ["stedolan/jq"]], ["someone/jq-clone", []]]);
+  assert.deepEqual(
+    d.records.map((r) => [r.key, r.aliases]),
+    [
+      ["jqlang/jq", ["stedolan/jq"]],
+      ["someone/jq-clone", []],
+    ],
+  );
 });
 
 test("the newest record wins by lastSeen, then pushedAt, then stars; ties break by key", () => {
@@ -40,7 +55,10 @@ test("the newest record wins by lastSeen, then pushedAt, then stars; ties break 
     rec("b/tool", "Does the thing well", { stars: 5, lastSeen: "2026-01-01T00:00:00.000Z", pushedAt: "2026-01-01T00:00:00.000Z" }),
     rec("c/tool", "Does the thing well", { stars: 20, lastSeen: "2025-01-01T00:00:00.000Z", pushedAt: null }),
   ]);
-  assert.deepEqual(d.records.map((r) => [r.key, r.aliases, r.stars]), [["b/tool", ["a/tool", "c/tool"], 5]]);
+  assert.deepEqual(
+    d.records.map((r) => [r.key, r.aliases, r.stars]),
+    [["b/tool", ["a/tool", "c/tool"], 5]],
+  );
 });
 
 test("a record with under a fifth of the group's most stars never stands for the project", () => {
@@ -48,11 +66,15 @@ test("a record with under a fifth of the group's most stars never stands for the
     rec("go-delve/delve", "Delve is a debugger for the Go programming language.", { stars: 24_793, lastSeen: "2026-06-24T00:00:00.000Z" }),
     rec("derekparker/delve", "Delve is a debugger for the Go programming language.", { stars: 661, lastSeen: "2026-08-21T00:00:00.000Z" }),
   ]);
-  assert.deepEqual(d.records.map((r) => [r.key, r.aliases]), [["go-delve/delve", ["derekparker/delve"]]]);
+  assert.deepEqual(
+    d.records.map((r) => [r.key, r.aliases]),
+    [["go-delve/delve", ["derekparker/delve"]]],
+  );
 });
 
 test("generic groups are left alone: personal, large, or short descriptions on common or unstarred names", () => {
-  const many = (repo: string, description: string, n: number, stars = 1000) => Array.from({ length: n }, (_, i) => rec(`u${i}/${repo}`, description, { stars }));
+  const many = (repo: string, description: string, n: number, stars = 1000) =>
+    Array.from({ length: n }, (_, i) => rec(`u${i}/${repo}`, description, { stars }));
   const records = [
     ...many("ama", "Ask me anything!", 12),
     ...many("dotfiles", "My dotfiles", 2),
@@ -83,7 +105,10 @@ test("tier 2: a renamed project whose description was edited since joins its new
     rec("charliermarsh/ruff", "An extremely fast Python linter, written in Rust.", { stars: 15_304, lastSeen: "2023-06-08T00:00:00.000Z" }),
     rec("astral-sh/ruff", "An extremely fast Python linter and code formatter, written in Rust.", { stars: 49_267, lastSeen: "2026-08-22T00:00:00.000Z" }),
   ]);
-  assert.deepEqual(d.records.map((r) => [r.key, r.aliases]), [["astral-sh/ruff", ["charliermarsh/ruff"]]]);
+  assert.deepEqual(
+    d.records.map((r) => [r.key, r.aliases]),
+    [["astral-sh/ruff", ["charliermarsh/ruff"]]],
+  );
   assert.equal(d.aliasOf.get("charliermarsh/ruff"), "astral-sh/ruff");
 });
 

@@ -66,10 +66,7 @@ function repoPart(key: string): string {
 /** Newest first: lastSeen, then pushedAt, then stars, then key (so ties break the same way everywhere). */
 export function compareNewest(a: RepoRecord, b: RepoRecord): number {
   return (
-    cmpDesc(a.lastSeen, b.lastSeen) ||
-    cmpDesc(a.pushedAt, b.pushedAt) ||
-    (b.stars ?? -1) - (a.stars ?? -1) ||
-    (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
+    cmpDesc(a.lastSeen, b.lastSeen) || cmpDesc(a.pushedAt, b.pushedAt) || (b.stars ?? -1) - (a.stars ?? -1) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
   );
 }
 
@@ -144,7 +141,12 @@ interface Unit {
  * alias) or a description that only spells the repository's name. Precision of this tier on its own
  * hand-labelled sample: bench/dedup-labels.md.
  */
-function mergeReworded(records: readonly RepoRecord[], clusters: RepoRecord[][], inCluster: ReadonlySet<string>, nameRecords: ReadonlyMap<string, number>): void {
+function mergeReworded(
+  records: readonly RepoRecord[],
+  clusters: RepoRecord[][],
+  inCluster: ReadonlySet<string>,
+  nameRecords: ReadonlyMap<string, number>,
+): void {
   const byName = new Map<string, Unit[]>();
   const add = (rs: RepoRecord[]) => {
     const newest = [...rs].sort(compareNewest)[0]!;

@@ -26,7 +26,12 @@ async function collect(source: string): Promise<DatasetItem[]> {
 function check(items: DatasetItem[]): void {
   assert.deepEqual(
     items.map((i) => [i.kind, i.line]),
-    [["record", 1], ["reject", 2], ["reject", 4], ["record", 5]],
+    [
+      ["record", 1],
+      ["reject", 2],
+      ["reject", 4],
+      ["record", 5],
+    ],
   );
   const rej = items.filter((i) => i.kind === "reject");
   assert.match((rej[0] as { reason: string }).reason, /invalid JSON/);

@@ -13,8 +13,7 @@ import { isNewer, normalizeRecord } from "./normalize.js";
 import type { RepoRecord } from "./record.js";
 
 export type DatasetItem =
-  | { readonly kind: "record"; readonly line: number; readonly record: RepoRecord }
-  | { readonly kind: "reject"; readonly line: number; readonly reason: string };
+  { readonly kind: "record"; readonly line: number; readonly record: RepoRecord } | { readonly kind: "reject"; readonly line: number; readonly reason: string };
 
 export interface OpenedSource {
   readonly stream: Readable;

@@ -36,7 +36,12 @@ describe("BatchingEmbedder", () => {
       if (status !== undefined) return res.writeHead(status).end("{}");
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(inputs.map(vectorOf)));
     });
-    http = await HttpEmbedder.connect({ url: svc.url, timeoutMs: 5_000, batchSize: 256, retry: { maxAttempts: 1, initialBackoffMs: 1, maxBackoffMs: 1, retryOn: [] } });
+    http = await HttpEmbedder.connect({
+      url: svc.url,
+      timeoutMs: 5_000,
+      batchSize: 256,
+      retry: { maxAttempts: 1, initialBackoffMs: 1, maxBackoffMs: 1, retryOn: [] },
+    });
   });
   afterAll(async () => {
     await http.close();
@@ -66,10 +71,16 @@ describe("BatchingEmbedder", () => {
   test("a turn larger than maxBatch is split, and a request's texts are never split across calls", async () => {
     const b = new BatchingEmbedder(http, { maxBatch: 4 });
     await Promise.all(queries.map((q) => b.embed([q])));
-    assert.deepEqual(svc.requests.map((r) => r.length), [4, 4, 2]);
+    assert.deepEqual(
+      svc.requests.map((r) => r.length),
+      [4, 4, 2],
+    );
     svc.requests.length = 0;
     const [abc, de, f] = await Promise.all([b.embed(["a", "b", "c"]), b.embed(["d", "e"]), b.embed(["f"])]);
-    assert.deepEqual(svc.requests, [["a", "b", "c"], ["d", "e", "f"]]);
+    assert.deepEqual(svc.requests, [
+      ["a", "b", "c"],
+      ["d", "e", "f"],
+    ]);
     assert.equal(abc!.length, 3);
     assert.equal(de!.length, 2);
     assert.deepEqual(f, await http.embed(["f"]));
@@ -89,10 +100,16 @@ describe("BatchingEmbedder", () => {
     const b = new BatchingEmbedder(http, { maxBatch: 32 });
     svc.failNext.push(400);
     const outcomes = await Promise.allSettled(queries.slice(0, 3).map((q) => b.embed([q])));
-    assert.deepEqual(svc.requests.map((r) => r.length), [3]);
+    assert.deepEqual(
+      svc.requests.map((r) => r.length),
+      [3],
+    );
     assert.ok(outcomes.every((o) => o.status === "rejected"));
     const reasons = outcomes.map((o) => (o as PromiseRejectedResult).reason as Error);
-    assert.ok(reasons.every((r) => r === reasons[0] && /embedding/i.test(r.message)), String(reasons[0]));
+    assert.ok(
+      reasons.every((r) => r === reasons[0] && /embedding/i.test(r.message)),
+      String(reasons[0]),
+    );
     const [v] = await b.embed([queries[3]!]);
     assert.deepEqual(v, (await http.embed([queries[3]!]))[0]);
   });

@@ -59,7 +59,12 @@ export function buildVocabulary(docs: Iterable<string>, vocabSize: number, minDf
 }
 
 /** Teacher vectors for every word (count × teacher.dims). */
-export async function teacherVectors(words: readonly string[], teacher: Embedder, batchSize: number, onProgress?: (done: number, total: number) => void): Promise<Float32Array> {
+export async function teacherVectors(
+  words: readonly string[],
+  teacher: Embedder,
+  batchSize: number,
+  onProgress?: (done: number, total: number) => void,
+): Promise<Float32Array> {
   const out = new Float32Array(words.length * teacher.dims);
   const pending: Promise<void>[] = [];
   let done = 0;
@@ -134,4 +139,3 @@ export async function writeStaticModel(root: string, model: StaticModel): Promis
   await rename(tmp, dir);
   return dir;
 }
-

@@ -43,12 +43,21 @@ describe("createEmbedder / loadQueryEmbedder", () => {
     } finally {
       await e.close();
     }
-    await assert.rejects(loadQueryEmbedder(loadConfig(base), "use-lite@0.0.1"), (err: unknown) => err instanceof ConfigError && /use-lite@0\.0\.1/.test(err.message));
+    await assert.rejects(
+      loadQueryEmbedder(loadConfig(base), "use-lite@0.0.1"),
+      (err: unknown) => err instanceof ConfigError && /use-lite@0\.0\.1/.test(err.message),
+    );
   });
 
   test("onnx and http indexes need their model directory / URL configured", async () => {
-    await assert.rejects(loadQueryEmbedder(loadConfig(base), "onnx:bge:0123456789ab"), (err: unknown) => err instanceof ConfigError && /ONNX_MODEL_DIR/.test(err.message));
-    await assert.rejects(loadQueryEmbedder(loadConfig(base), "http:tei:8080@BAAI/bge"), (err: unknown) => err instanceof ConfigError && /EMBED_HTTP_URL/.test(err.message));
+    await assert.rejects(
+      loadQueryEmbedder(loadConfig(base), "onnx:bge:0123456789ab"),
+      (err: unknown) => err instanceof ConfigError && /ONNX_MODEL_DIR/.test(err.message),
+    );
+    await assert.rejects(
+      loadQueryEmbedder(loadConfig(base), "http:tei:8080@BAAI/bge"),
+      (err: unknown) => err instanceof ConfigError && /EMBED_HTTP_URL/.test(err.message),
+    );
   });
 
   test("unknown prefixes and unsafe static model ids are clear errors", async () => {

@@ -67,7 +67,9 @@ export async function loadQueryEmbedder(config: Config, embedderId: string): Pro
   const mustMatch = async (embedder: Embedder, setting: string): Promise<Embedder> => {
     if (embedder.id === embedderId) return embedder;
     await embedder.close();
-    throw new ConfigError([`${setting}: the index was built with embedder ${embedderId}, but this one is ${embedder.id}; point ${setting} at that model or rebuild the index`]);
+    throw new ConfigError([
+      `${setting}: the index was built with embedder ${embedderId}, but this one is ${embedder.id}; point ${setting} at that model or rebuild the index`,
+    ]);
   };
 
   if (embedderId.startsWith("use-lite@")) {
@@ -96,5 +98,8 @@ export async function loadQueryEmbedder(config: Config, embedderId: string): Pro
     if (embedder.id !== embedderId) logger.warn("query embedding service differs from the index's", { index: embedderId, service: embedder.id });
     return embedder;
   }
-  throw new ReposearchError(ErrorCode.Internal, `index manifest names an unknown embedder ${JSON.stringify(embedderId)} (expected use-lite@, static:, onnx: or http:)`);
+  throw new ReposearchError(
+    ErrorCode.Internal,
+    `index manifest names an unknown embedder ${JSON.stringify(embedderId)} (expected use-lite@, static:, onnx: or http:)`,
+  );
 }

@@ -147,7 +147,10 @@ describe("HttpEmbedder", () => {
     const e = await connect({ timeoutMs: 150, retry: { ...FAST_RETRY, maxAttempts: 2 } });
     tei.script.push("hang", "hang");
     const started = Date.now();
-    await assert.rejects(e.embed(["x"]), (err: unknown) => err instanceof EmbedServiceError && err.status === null && /no response within 150 ms/.test(err.message));
+    await assert.rejects(
+      e.embed(["x"]),
+      (err: unknown) => err instanceof EmbedServiceError && err.status === null && /no response within 150 ms/.test(err.message),
+    );
     assert.deepEqual(tei.requests, [1, 1]);
     assert.ok(Date.now() - started < 1_500);
   });
@@ -187,7 +190,12 @@ describe("HttpEmbedder", () => {
 
   test("backoff grows exponentially within [ceiling/2, ceiling], capped; Retry-After wins", () => {
     const p = { ...DEFAULT_RETRY_POLICY, initialBackoffMs: 100, maxBackoffMs: 1_000 };
-    for (const [attempt, ceiling] of [[1, 100], [2, 200], [3, 400], [5, 1_000]] as const) {
+    for (const [attempt, ceiling] of [
+      [1, 100],
+      [2, 200],
+      [3, 400],
+      [5, 1_000],
+    ] as const) {
       const d = backoffMs(p, attempt);
       assert.ok(d >= ceiling / 2 && d <= ceiling, `attempt ${attempt}: ${d}`);
     }

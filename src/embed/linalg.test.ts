@@ -6,7 +6,7 @@ test("symmetricEigen recovers A·v = λ·v on a random symmetric matrix", () => 
   const n = 12;
   const a = new Float64Array(n * n);
   let seed = 7;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff) - 0.5;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
   for (let i = 0; i < n; i++) for (let j = i; j < n; j++) a[i * n + j] = a[j * n + i] = rnd();
   const { values, vectors } = symmetricEigen(a, n);
   for (let k = 0; k < n; k++) {

@@ -9,7 +9,20 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, test } from "vitest";
 import { ReposearchError } from "../common/errors.js";
-import { attrInt, attrInts, bytes, modelProto, msg, node, TempModelDirs, tensor, TYPE_FLOAT, TYPE_INT64, valueInfo, VOCAB } from "../../test/support/onnx-testkit.js";
+import {
+  attrInt,
+  attrInts,
+  bytes,
+  modelProto,
+  msg,
+  node,
+  TempModelDirs,
+  tensor,
+  TYPE_FLOAT,
+  TYPE_INT64,
+  valueInfo,
+  VOCAB,
+} from "../../test/support/onnx-testkit.js";
 import { loadConfig } from "../config/config.js";
 import { createEmbedder, loadQueryEmbedder } from "./factory.js";
 import { OnnxEmbedder, readPoolingConfig } from "./onnx.js";
@@ -41,7 +54,10 @@ function encodeModel(opts: ModelOptions = {}): Uint8Array {
   const inputs = ["input_ids", ...(opts.attentionMask === false ? [] : ["attention_mask"]), ...(opts.extraInputs ?? [])];
   const nodes =
     output === "sentence_embedding"
-      ? [node("Gather", ["table", "input_ids"], ["tokens"], [attrInt("axis", 0)]), node("ReduceMean", ["tokens"], [output], [attrInts("axes", [1]), attrInt("keepdims", 0)])]
+      ? [
+          node("Gather", ["table", "input_ids"], ["tokens"], [attrInt("axis", 0)]),
+          node("ReduceMean", ["tokens"], [output], [attrInts("axes", [1]), attrInt("keepdims", 0)]),
+        ]
       : [node("Gather", ["table", "input_ids"], [output], [attrInt("axis", 0)])];
   const graph = msg(
     ...nodes.map((n) => bytes(1, n)),
@@ -116,7 +132,9 @@ describe("OnnxEmbedder", () => {
   test("id names the directory and the model's sha256; dims come from the output", async () => {
     const e = await OnnxEmbedder.load(defaultDir, { maxTokens: 128 });
     try {
-      const sha = createHash("sha256").update(readFileSync(path.join(defaultDir, "model.onnx"))).digest("hex");
+      const sha = createHash("sha256")
+        .update(readFileSync(path.join(defaultDir, "model.onnx")))
+        .digest("hex");
       assert.equal(e.id, `onnx:tiny-minilm:${sha.slice(0, 12)}`);
       assert.equal(e.dims, DIM);
       assert.deepEqual(e.pooling, { mode: "mean", normalize: true });

@@ -215,7 +215,8 @@ export class OnnxEmbedder implements Embedder {
     const { feeds, seq } = batchFeeds(batch, this.inputs, this.padId);
     return runFloatOutput(this.session, feeds, this.output, "onnx", (data, dims) => {
       if (this.output === POOLED_OUTPUT) {
-        if (dims.length !== 2 || dims[0] !== b) throw new ReposearchError(ErrorCode.Internal, `onnx output ${this.output} has shape [${dims.join(", ")}]; expected [${b}, dims]`);
+        if (dims.length !== 2 || dims[0] !== b)
+          throw new ReposearchError(ErrorCode.Internal, `onnx output ${this.output} has shape [${dims.join(", ")}]; expected [${b}, dims]`);
         const d = dims[1]!;
         return batch.map((_, r) => l2normalize(data.slice(r * d, (r + 1) * d)));
       }

@@ -29,7 +29,9 @@ function assertClose(actual: Float32Array, expected: ArrayLike<number>, tol: num
 async function startServer(opts: { delayMs?: number; status?: number } = {}) {
   let inFlight = 0;
   const state = { maxInFlight: 0, requests: 0 };
-  const oomBody = `[${Array(8_000).fill(`[${Array(256).fill("0.5").join(",")}]`).join(",")}]`;
+  const oomBody = `[${Array(8_000)
+    .fill(`[${Array(256).fill("0.5").join(",")}]`)
+    .join(",")}]`;
   const server = http.createServer((req, res) => {
     let body = "";
     req.on("data", (c: Buffer) => (body += c.toString("utf8")));
@@ -101,7 +103,11 @@ describe("EmbedPool", () => {
       vectors.forEach((v, i) => {
         const raw = hashVector(texts[i]!);
         const n = Math.hypot(...raw);
-        assertClose(v, raw.map((x) => x / n), 1e-6);
+        assertClose(
+          v,
+          raw.map((x) => x / n),
+          1e-6,
+        );
       });
       assert.equal(server.maxInFlight, 2);
     } finally {

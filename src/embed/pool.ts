@@ -121,7 +121,13 @@ export class EmbedPool implements Embedder {
       throw new ReposearchError(ErrorCode.Internal, `embed workers disagree on the embedder: ${infos.map((i) => `${i.id}/${i.dims}`).join(", ")}`);
     }
     log.debug("embed pool started", { embedder: id, workers });
-    return new EmbedPool(id, dims, started.map((s) => s.slot), opts.batchSize, closeGraceMs);
+    return new EmbedPool(
+      id,
+      dims,
+      started.map((s) => s.slot),
+      opts.batchSize,
+      closeGraceMs,
+    );
   }
 
   private static awaitReady(slot: Slot): Promise<{ id: string; dims: number }> {

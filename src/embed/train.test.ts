@@ -67,7 +67,16 @@ function tinyModel(records: readonly RepoRecord[], dims = 8): StaticModel {
     const weight = ["a", "library", "this", "project"].includes(w) ? 0.1 : 0.5 + 0.5 * rnd();
     for (let j = 0; j < dims; j++) vectors[t * dims + j]! *= weight / Math.sqrt(s);
   });
-  const meta = { format: STATIC_FORMAT, formatVersion: STATIC_FORMAT_VERSION, modelId: "tinyinit00000000", teacher: "test", dims, vocabSize: vocab.length, createdAt: "2026-01-01T00:00:00.000Z", weighting: "test" } as const;
+  const meta = {
+    format: STATIC_FORMAT,
+    formatVersion: STATIC_FORMAT_VERSION,
+    modelId: "tinyinit00000000",
+    teacher: "test",
+    dims,
+    vocabSize: vocab.length,
+    createdAt: "2026-01-01T00:00:00.000Z",
+    weighting: "test",
+  } as const;
   return { meta, vocab, vectors };
 }
 
@@ -75,7 +84,13 @@ const CFG: TrainConfig = { ...DEFAULT_TRAIN_CONFIG, pairs: ["name", "readme"], e
 
 test("pairs: one per kind and repository with a description; repeated texts are dropped", () => {
   // b: same name text as a; c: same description as a; d: no description.
-  const recs = [record("a/web-server", "A web server"), record("b/web-server", "Another web server"), record("c/x", "A web server"), record("d/none", null), record("e/y2", "Something else")];
+  const recs = [
+    record("a/web-server", "A web server"),
+    record("b/web-server", "Another web server"),
+    record("c/x", "A web server"),
+    record("d/none", null),
+    record("e/y2", "Something else"),
+  ];
   const p = pairTexts(recs, ["name"], 300);
   assert.deepEqual(p.a, ["web-server (web server)", "y2"]);
   assert.deepEqual(p.b, ["A web server", "Something else"]);
@@ -109,7 +124,11 @@ test("the gradient matches finite differences, with a masked same-repository pai
   batchLoss(p, pairs, batch, T, grad);
   assert.ok(grad.touched.length > 5);
   const h = 1e-3;
-  for (const [row, j] of [[grad.touched[0]!, 0], [grad.touched[3]!, 5], [grad.touched[grad.touched.length - 1]!, 7]] as const) {
+  for (const [row, j] of [
+    [grad.touched[0]!, 0],
+    [grad.touched[3]!, 5],
+    [grad.touched[grad.touched.length - 1]!, 7],
+  ] as const) {
     const k = row * p.dims + j;
     const orig = p.u[k]!;
     p.u[k] = orig + h;
@@ -150,7 +169,10 @@ test("training is deterministic: same seed → same model id and vectors; anothe
   const b = trainStaticModel(model, pairs, cfg);
   assert.equal(a.model.meta.modelId, b.model.meta.modelId);
   assert.deepEqual(a.model.vectors, b.model.vectors);
-  assert.deepEqual(a.history.map((h) => h.loss), b.history.map((h) => h.loss));
+  assert.deepEqual(
+    a.history.map((h) => h.loss),
+    b.history.map((h) => h.loss),
+  );
   const c = trainStaticModel(model, pairs, { ...cfg, seed: 2 });
   assert.notEqual(c.model.meta.modelId, a.model.meta.modelId);
   assert.notDeepEqual(c.model.vectors, a.model.vectors);
@@ -170,7 +192,10 @@ test("training on a worker thread gives the same model bit for bit, keeps the ev
   clearInterval(timer);
   assert.equal(there.model.meta.modelId, here.model.meta.modelId);
   assert.deepEqual(there.model.vectors, here.model.vectors);
-  assert.deepEqual(there.history.map((h) => h.loss), here.history.map((h) => h.loss));
+  assert.deepEqual(
+    there.history.map((h) => h.loss),
+    here.history.map((h) => h.loss),
+  );
   assert.deepEqual(epochs, [1, 2, 3, 4]);
   assert.equal(steps.length, 4 * Math.ceil(splitPairs(pairs.count, cfg.heldOut, cfg.seed).train.length / cfg.batchSize));
   assert.ok(ticks > 0, "the event loop ran timers while the worker trained");

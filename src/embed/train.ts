@@ -300,7 +300,10 @@ export class SparseGrad {
   private readonly mark: Uint8Array;
   touched: number[] = [];
 
-  constructor(rows: number, readonly dims: number) {
+  constructor(
+    rows: number,
+    readonly dims: number,
+  ) {
     this.g = new Float64Array(rows * dims);
     this.mark = new Uint8Array(rows);
   }
@@ -337,7 +340,17 @@ function encodeInto(p: Params, t: TokenizedTexts, i: number, out: Float64Array, 
 }
 
 /** dL/du for every token of text i, from dL/de (dE at off): (dE − e·(e·dE)) / ‖s‖ times each weight. */
-function scatterGrad(p: Params, t: TokenizedTexts, i: number, e: Float64Array, dE: Float64Array, off: number, norm: number, grad: SparseGrad, ds: Float64Array): void {
+function scatterGrad(
+  p: Params,
+  t: TokenizedTexts,
+  i: number,
+  e: Float64Array,
+  dE: Float64Array,
+  off: number,
+  norm: number,
+  grad: SparseGrad,
+  ds: Float64Array,
+): void {
   if (norm <= 0) return;
   const d = p.dims;
   let dot = 0;
@@ -452,7 +465,13 @@ class LazyAdam {
   private readonly v: Float32Array;
   private step = 0;
 
-  constructor(size: number, private readonly lr: number, private readonly b1 = 0.9, private readonly b2 = 0.999, private readonly eps = 1e-8) {
+  constructor(
+    size: number,
+    private readonly lr: number,
+    private readonly b1 = 0.9,
+    private readonly b2 = 0.999,
+    private readonly eps = 1e-8,
+  ) {
     this.m = new Float32Array(size);
     this.v = new Float32Array(size);
   }
@@ -618,7 +637,8 @@ export function trainStaticModel(init: StaticModel, pairs: PairSet, cfg: TrainCo
 /** Reads a static model directory (the format writeStaticModel writes). */
 export async function readStaticModel(dir: string): Promise<StaticModel> {
   const meta = JSON.parse(await readFile(path.join(dir, "model.json"), "utf8")) as StaticModelMeta;
-  if (meta.format !== STATIC_FORMAT || meta.formatVersion !== STATIC_FORMAT_VERSION) throw new Error(`${dir}: not a ${STATIC_FORMAT} v${STATIC_FORMAT_VERSION} model`);
+  if (meta.format !== STATIC_FORMAT || meta.formatVersion !== STATIC_FORMAT_VERSION)
+    throw new Error(`${dir}: not a ${STATIC_FORMAT} v${STATIC_FORMAT_VERSION} model`);
   const vocab = JSON.parse(await readFile(path.join(dir, "vocab.json"), "utf8")) as string[];
   const buf = await readFile(path.join(dir, "vectors.f32"));
   // Copy: the Buffer may share a pooled ArrayBuffer with an unaligned offset.
@@ -632,7 +652,12 @@ export async function readStaticModel(dir: string): Promise<StaticModel> {
  * trainStaticModel on a worker thread, so the caller's event loop keeps serving (`npm start` trains beside
  * a live gateway). Same result, bit for bit: the arithmetic is the same code on the same inputs.
  */
-export function trainStaticModelInWorker(init: StaticModel, pairs: PairSet, cfg: TrainConfig, hooks: Omit<TrainHooks, "onEpoch"> & { readonly onEpoch?: (stats: EpochStats) => void } = {}): Promise<TrainResult> {
+export function trainStaticModelInWorker(
+  init: StaticModel,
+  pairs: PairSet,
+  cfg: TrainConfig,
+  hooks: Omit<TrainHooks, "onEpoch"> & { readonly onEpoch?: (stats: EpochStats) => void } = {},
+): Promise<TrainResult> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(compiledModuleUrl("./train-worker.js", import.meta.url), { workerData: { init, pairs, config: cfg } });
     let done = false;

@@ -90,7 +90,11 @@ export function crossValidate(
       const m = out.get(count);
       if (m) for (const p of held) m.set(p.id, rankKeys(model, p));
     };
-    const { linear } = trainRanker(pools.filter((p) => p.fold !== fold), { ...params, trees: { ...params.trees, trees } }, record);
+    const { linear } = trainRanker(
+      pools.filter((p) => p.fold !== fold),
+      { ...params, trees: { ...params.trees, trees } },
+      record,
+    );
     record(0, rankerModel(linear, []));
   });
   return out;

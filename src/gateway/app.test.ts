@@ -175,7 +175,11 @@ async function search(h: Harness, body: unknown, headers: Record<string, string>
 }
 
 /** Reads an error response, checks it against the Error schema and returns its `error` member. */
-async function errorOf(res: Response, status: number, code: string): Promise<{ code: string; message: string; status: number; details?: { path: string; rule: string; message: string }[] }> {
+async function errorOf(
+  res: Response,
+  status: number,
+  code: string,
+): Promise<{ code: string; message: string; status: number; details?: { path: string; rule: string; message: string }[] }> {
   const body = (await res.json()) as { error: { code: string; message: string; status: number; details?: { path: string; rule: string; message: string }[] } };
   assert.deepEqual(validateResponse("Error", body).errors, []);
   assert.equal(res.status, status, JSON.stringify(body));
@@ -250,11 +254,11 @@ test("transport checks come before authentication: content type, size, JSON synt
     e = await errorOf(big, 400, "VALIDATION_ERROR");
     assert.deepEqual(e.details?.[0], { path: "", rule: "maxBodyBytes", message: "request body must be at most 1024 bytes" });
 
-    const malformed = await search(h, "{\"query\": ", {});
+    const malformed = await search(h, '{"query": ', {});
     e = await errorOf(malformed, 400, "VALIDATION_ERROR");
     assert.equal(e.details?.[0]!.rule, "json");
 
-    const primitive = await search(h, "\"just a string\"", {});
+    const primitive = await search(h, '"just a string"', {});
     await errorOf(primitive, 400, "VALIDATION_ERROR");
 
     const charsetJson = await fetch(`${h.base}/v1/codehost/search`, {
@@ -313,10 +317,20 @@ test("body validation after auth: 400 with every detail, no charge", async () =>
   try {
     const e = await errorOf(await search(h, { query: "", limit: 0, extra: 1, filters: { minStars: -1, color: "red" } }), 400, "VALIDATION_ERROR");
     const got = (e.details ?? []).map((d) => `${d.path} ${d.rule}`).sort();
-    assert.deepEqual(got, ["/extra additionalProperties", "/filters/color additionalProperties", "/filters/minStars minimum", "/limit minimum", "/query minLength"]);
+    assert.deepEqual(got, [
+      "/extra additionalProperties",
+      "/filters/color additionalProperties",
+      "/filters/minStars minimum",
+      "/limit minimum",
+      "/query minLength",
+    ]);
     await errorOf(await search(h, [1, 2]), 400, "VALIDATION_ERROR");
     const empty = await errorOf(await search(h, ""), 400, "VALIDATION_ERROR");
-    assert.deepEqual(empty.details?.map((d) => `${d.path}|${d.rule}`), ["/query|required"], "an empty body parses as {}");
+    assert.deepEqual(
+      empty.details?.map((d) => `${d.path}|${d.rule}`),
+      ["/query|required"],
+      "an empty body parses as {}",
+    );
     assert.equal(h.calls.debit.length, 0);
     assert.equal(h.calls.search.length, 0);
   } finally {
@@ -363,7 +377,13 @@ test("per-IP limit applies to every request (search, health, docs, 404) before a
 
 test("per-IP limit with the real memory limiter: the 31st request in a minute is refused", async () => {
   const limiter = await createLimiter(
-    { gateway: { cacheBackend: "memory", redisUrl: "redis://127.0.0.1:1", rateLimit: { ipPerMinute: 30, accountPerMinute: 60, failMode: "closed", failOpenPerMinute: 600 } } },
+    {
+      gateway: {
+        cacheBackend: "memory",
+        redisUrl: "redis://127.0.0.1:1",
+        rateLimit: { ipPerMinute: 30, accountPerMinute: 60, failMode: "closed", failOpenPerMinute: 600 },
+      },
+    },
     new Logger(),
   );
   const h = await start({ consumeIp: (ip) => limiter.consumeIp(ip) });
@@ -435,7 +455,11 @@ test("core failures: unavailable / deadline / internal → 502 and refunded; cor
     { err: new ReposearchError(ErrorCode.Unavailable, "index not loaded"), status: 502, code: "EXTERNAL_SERVICE_ERROR" },
     { err: new ReposearchError(ErrorCode.DeadlineExceeded, "deadline"), status: 502, code: "EXTERNAL_SERVICE_ERROR" },
     { err: new ReposearchError(ErrorCode.Internal, "segfault in engine at 0xdead"), status: 502, code: "EXTERNAL_SERVICE_ERROR" },
-    { err: Object.assign(new Error("14 UNAVAILABLE: connect ECONNREFUSED"), { code: 14, details: "connect ECONNREFUSED" }), status: 502, code: "EXTERNAL_SERVICE_ERROR" },
+    {
+      err: Object.assign(new Error("14 UNAVAILABLE: connect ECONNREFUSED"), { code: 14, details: "connect ECONNREFUSED" }),
+      status: 502,
+      code: "EXTERNAL_SERVICE_ERROR",
+    },
     { err: new Error("boom"), status: 502, code: "EXTERNAL_SERVICE_ERROR" },
     {
       err: new ReposearchError(ErrorCode.ValidationError, "filters.maxStars must be >= minStars", {
@@ -539,7 +563,11 @@ test("health: healthy / degraded (cache down) / unhealthy (core not serving, cor
       overall: "unhealthy",
     },
     { o: { dbHealth: async () => ({ status: "down", latencyMs: 3, error: "connection refused" }) }, status: 503, overall: "unhealthy" },
-    { o: { coreHealth: () => new Promise<CoreServingStatus>(() => {}), dbHealth: () => new Promise<StoreHealth>(() => {}) }, status: 503, overall: "unhealthy" },
+    {
+      o: { coreHealth: () => new Promise<CoreServingStatus>(() => {}), dbHealth: () => new Promise<StoreHealth>(() => {}) },
+      status: 503,
+      overall: "unhealthy",
+    },
   ];
   for (const c of cases) {
     const h = await start(c.o);

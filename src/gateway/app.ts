@@ -258,7 +258,12 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
       const state = stateOf(req);
 
       // Authentication and permission (./auth.ts).
-      const principal = await authenticate(req.get("x-api-key"), accounts, (reason) => metrics.authFailures.inc({ reason }), (key) => (state.apiKey = key));
+      const principal = await authenticate(
+        req.get("x-api-key"),
+        accounts,
+        (reason) => metrics.authFailures.inc({ reason }),
+        (key) => (state.apiKey = key),
+      );
       state.accountId = principal.accountId;
       state.keyPrefix = principal.keyPrefix;
 
@@ -334,12 +339,7 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const p = req.path.toLowerCase().replace(/\/+$/, "") || "/";
     const shown = req.path.length > 200 ? `${req.path.slice(0, 200)}…` : req.path;
-    next(
-      new ReposearchError(
-        ErrorCode.NotFound,
-        KNOWN_PATHS.has(p) ? `${req.method} is not supported on ${shown}` : `no route for ${req.method} ${shown}`,
-      ),
-    );
+    next(new ReposearchError(ErrorCode.NotFound, KNOWN_PATHS.has(p) ? `${req.method} is not supported on ${shown}` : `no route for ${req.method} ${shown}`));
   });
 
   // Final error handler: the spec's error body; internals stay in the log.

@@ -51,7 +51,12 @@ export function normalizeIp(raw: string): string | null {
 export function rateLimitKeyForIp(ip: string): string {
   if (isIP(ip) !== 6) return ip;
   const full = expandIpv6(ip);
-  return full ? `${full.slice(0, 4).map((h) => h.replace(/^0+(?=.)/, "")).join(":")}::/64` : ip;
+  return full
+    ? `${full
+        .slice(0, 4)
+        .map((h) => h.replace(/^0+(?=.)/, ""))
+        .join(":")}::/64`
+    : ip;
 }
 
 /** The eight hextets of an IPv6 address (no embedded IPv4 after normalisation). */

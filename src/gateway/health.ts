@@ -47,7 +47,10 @@ async function serviceCheck(fn: () => Promise<ServiceHealth>, timeoutMs: number)
   }
 }
 
-export async function checkHealth(deps: HealthDeps, timeoutMs = HEALTH_CHECK_TIMEOUT_MS): Promise<{ readonly httpStatus: 200 | 503; readonly body: HealthBody; readonly core: CoreServingStatus | "UNREACHABLE" }> {
+export async function checkHealth(
+  deps: HealthDeps,
+  timeoutMs = HEALTH_CHECK_TIMEOUT_MS,
+): Promise<{ readonly httpStatus: 200 | 503; readonly body: HealthBody; readonly core: CoreServingStatus | "UNREACHABLE" }> {
   const [core, db, cache] = await Promise.all([
     withTimeout(() => deps.core.health(), timeoutMs).catch((): "UNREACHABLE" => "UNREACHABLE"),
     serviceCheck(() => deps.accounts.health(), timeoutMs),

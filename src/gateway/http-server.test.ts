@@ -10,7 +10,10 @@ test("requests and responses are born with express's prototypes, and express wor
   app.set("trust proxy", "loopback");
   app.use(express.json());
   app.post("/echo/:id", (req, res) => {
-    res.status(201).set("X-Seen", req.get("x-probe") ?? "").json({ id: req.params.id, q: req.query.q, body: req.body as unknown, ip: req.ip, json: req.is("application/json") });
+    res
+      .status(201)
+      .set("X-Seen", req.get("x-probe") ?? "")
+      .json({ id: req.params.id, q: req.query.q, body: req.body as unknown, ip: req.ip, json: req.is("application/json") });
   });
   const server = createAppServer(app);
   const seen: { req: boolean; res: boolean }[] = [];
@@ -22,7 +25,11 @@ test("requests and responses are born with express's prototypes, and express wor
   try {
     const { port } = server.address() as AddressInfo;
     for (let i = 0; i < 3; i++) {
-      const r = await fetch(`http://127.0.0.1:${port}/echo/${i}?q=x`, { method: "POST", headers: { "content-type": "application/json", "x-probe": "p", "x-forwarded-for": "203.0.113.9" }, body: JSON.stringify({ n: i }) });
+      const r = await fetch(`http://127.0.0.1:${port}/echo/${i}?q=x`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-probe": "p", "x-forwarded-for": "203.0.113.9" },
+        body: JSON.stringify({ n: i }),
+      });
       assert.equal(r.status, 201);
       assert.equal(r.headers.get("x-seen"), "p");
       assert.deepEqual(await r.json(), { id: String(i), q: "x", body: { n: i }, ip: "203.0.113.9", json: "application/json" });

@@ -144,7 +144,14 @@ test("the exposition has no key, account or query in any label, and uses the lat
   assert.ok(!text.includes("MetricKey") && !text.includes("acct_1") && !text.includes("http client"), "no key, account id or query in /metrics");
   assert.match(text, /http_request_duration_seconds_bucket\{le="0\.03",method="POST",route="\/v1\/codehost\/search",status="200"\}/);
   assert.match(text, /http_request_duration_seconds_bucket\{le="0\.3",/);
-  for (const name of ["auth_failures_total", "rate_limit_rejections_total", "rate_limiter_unavailable_total", "credits_debited_micros_total", "credits_refunded_micros_total", "query_cache_requests_total"]) {
+  for (const name of [
+    "auth_failures_total",
+    "rate_limit_rejections_total",
+    "rate_limiter_unavailable_total",
+    "credits_debited_micros_total",
+    "credits_refunded_micros_total",
+    "query_cache_requests_total",
+  ]) {
     assert.match(text, new RegExp(`# TYPE ${name} counter`));
   }
 });

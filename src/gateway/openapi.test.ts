@@ -32,7 +32,10 @@ test("document header: OpenAPI 3.1, version 0.0.1, relative server, API key sche
   assert.equal(openApiDocument.openapi, "3.1.0");
   assert.equal(openApiDocument.info.version, "0.0.1");
   assert.ok(openApiDocument.info.title.length > 0);
-  assert.deepEqual(openApiDocument.servers.map((s) => s.url), ["/"]);
+  assert.deepEqual(
+    openApiDocument.servers.map((s) => s.url),
+    ["/"],
+  );
   assert.deepEqual(openApiDocument.components.securitySchemes.ApiKeyAuth, {
     type: "apiKey",
     in: "header",
@@ -96,7 +99,20 @@ test("schemas carry the spec's shapes: categories, required response fields, err
   assert.equal(CATEGORIES.length, 13);
   assert.deepEqual(schemas.SearchRequest.additionalProperties, false);
   assert.deepEqual(schemas.Filters.additionalProperties, false);
-  assert.deepEqual(schemas.Result.required, ["url", "name", "description", "score", "language", "stars", "forks", "topics", "pushedAt", "isArchived", "llmsUrl", "evidence"]);
+  assert.deepEqual(schemas.Result.required, [
+    "url",
+    "name",
+    "description",
+    "score",
+    "language",
+    "stars",
+    "forks",
+    "topics",
+    "pushedAt",
+    "isArchived",
+    "llmsUrl",
+    "evidence",
+  ]);
   assert.deepEqual(schemas.AppliedFilters.required?.length, 10);
   assert.deepEqual(schemas.ErrorDetail.required, ["path", "rule", "message"]);
   assert.deepEqual(schemas.Error.properties?.error!.required, ["code", "message", "status"]);
@@ -130,7 +146,11 @@ test("request validation accepts every boundary of spec 2.1 and 2.2", () => {
     f({ excludeArchived: false }),
     f({ staleAfterMonths: 1 }),
     f({ staleAfterMonths: 600 }),
-    q({ limit: 10, includeTree: false, filters: { excludeArchived: true, language: "Rust", minStars: 5, topics: ["x"], categories: ["library"], staleAfterMonths: 12 } }),
+    q({
+      limit: 10,
+      includeTree: false,
+      filters: { excludeArchived: true, language: "Rust", minStars: 5, topics: ["x"], categories: ["library"], staleAfterMonths: 12 },
+    }),
   ];
   for (const body of accepted) {
     const r = validateSearchRequest(body);
@@ -203,10 +223,13 @@ test("request validation rejects each rule with its JSON-pointer path and JSON-S
 test("all problems are reported at once, with readable messages", () => {
   const r = validateSearchRequest({ limit: 100, filters: { minStars: -1, categories: ["x"], extra: true } });
   assert.ok(!r.ok);
-  assert.deepEqual(
-    r.details.map((d) => `${d.path} ${d.rule}`).sort(),
-    ["/filters/categories/0 enum", "/filters/extra additionalProperties", "/filters/minStars minimum", "/limit maximum", "/query required"],
-  );
+  assert.deepEqual(r.details.map((d) => `${d.path} ${d.rule}`).sort(), [
+    "/filters/categories/0 enum",
+    "/filters/extra additionalProperties",
+    "/filters/minStars minimum",
+    "/limit maximum",
+    "/query required",
+  ]);
   const byPath = new Map(r.details.map((d) => [d.path, d.message]));
   assert.match(byPath.get("/filters/extra") ?? "", /unknown property "extra"; allowed: minStars, /);
   assert.match(byPath.get("/filters/categories/0") ?? "", /must be one of: library, framework/);
@@ -217,7 +240,11 @@ test("all problems are reported at once, with readable messages", () => {
 test("validateResponse checks bodies against the document's response schemas", () => {
   const applied = appliedFilters({ mode: "all", values: [], includeUncategorized: true });
   const result = { ...nullResult("a/b"), score: 0.5 };
-  const good = { query: "x", results: [result, { ...result, tree: null }], meta: { total: 2, timeMs: 3, methods: { dense: { hits: 2, weight: 1 } }, appliedFilters: applied, reranked: false, rerankMs: 4 } };
+  const good = {
+    query: "x",
+    results: [result, { ...result, tree: null }],
+    meta: { total: 2, timeMs: 3, methods: { dense: { hits: 2, weight: 1 } }, appliedFilters: applied, reranked: false, rerankMs: 4 },
+  };
   assert.deepEqual(validateResponse("SearchResponse", good).errors, []);
   const { staleAfterMonths: _drop, ...partial } = applied;
   void _drop;
@@ -228,7 +255,12 @@ test("validateResponse checks bodies against the document's response schemas", (
   const badMethods = validateResponse("Meta", { ...good.meta, methods: { dense: { hits: 1 } } });
   assert.ok(badMethods.errors.some((d) => d.path === "/methods/dense/weight" && d.rule === "required"));
   assert.deepEqual(
-    validateResponse("Health", { status: "degraded", services: { db: { status: "up", latencyMs: 1 }, cache: { status: "down", latencyMs: 0, error: "x" } }, version: "1", uptime: 3.2 }).errors,
+    validateResponse("Health", {
+      status: "degraded",
+      services: { db: { status: "up", latencyMs: 1 }, cache: { status: "down", latencyMs: 0, error: "x" } },
+      version: "1",
+      uptime: 3.2,
+    }).errors,
     [],
   );
   assert.ok(!validateResponse("Error", { error: { code: "UNAVAILABLE", message: "m", status: 502 } }).valid, "internal codes are not public");

@@ -79,9 +79,7 @@ export interface OpenApiDocument {
   readonly paths: Readonly<Record<string, Readonly<Partial<Record<"get" | "post", OperationObject>>>>>;
   readonly components: {
     readonly schemas: Readonly<Record<SchemaName, JsonSchema>>;
-    readonly securitySchemes: Readonly<
-      Record<string, { readonly type: "apiKey"; readonly in: "header"; readonly name: string; readonly description: string }>
-    >;
+    readonly securitySchemes: Readonly<Record<string, { readonly type: "apiKey"; readonly in: "header"; readonly name: string; readonly description: string }>>;
     readonly headers: Readonly<Record<string, HeaderObject>>;
     readonly responses: Readonly<Record<string, ResponseObject>>;
   };
@@ -155,8 +153,7 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
   SearchRequest: {
     type: "object",
     title: "SearchRequest",
-    description:
-      "A search. Only `query` is required. Unknown top-level properties are rejected with 400 VALIDATION_ERROR (rule `additionalProperties`).",
+    description: "A search. Only `query` is required. Unknown top-level properties are rejected with 400 VALIDATION_ERROR (rule `additionalProperties`).",
     additionalProperties: false,
     required: ["query"],
     properties: {
@@ -183,7 +180,7 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
       filters: {
         ...ref("Filters"),
         default: { excludeArchived: true },
-        description: "Metadata constraints applied before ranking. Default `{\"excludeArchived\": true}`.",
+        description: 'Metadata constraints applied before ranking. Default `{"excludeArchived": true}`.',
       },
     },
   },
@@ -208,7 +205,8 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
       excludeRepos: {
         type: "array",
         maxItems: LIMITS.excludeReposMaxItems,
-        description: "Repositories to omit from the results, as `owner/repo`. At most 50 items. A project known under several names (see Result.aliases) is omitted by any of them.",
+        description:
+          "Repositories to omit from the results, as `owner/repo`. At most 50 items. A project known under several names (see Result.aliases) is omitted by any of them.",
         items: {
           type: "string",
           pattern: OWNER_REPO_PATTERN,
@@ -239,8 +237,7 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
         type: "integer",
         exclusiveMinimum: 0,
         maximum: LIMITS.staleAfterMonthsMax,
-        description:
-          "Exclude repositories not pushed within the last N months (1 to 600). No default: when omitted there is no freshness cutoff.",
+        description: "Exclude repositories not pushed within the last N months (1 to 600). No default: when omitted there is no freshness cutoff.",
       },
     },
   },
@@ -308,7 +305,8 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
       },
       methods: {
         type: "object",
-        description: "Per retrieval method: how many candidates it contributed and its fusion weight. Keys: `lexical`, `dense`, and `rerank` when the rerank stage contributed.",
+        description:
+          "Per retrieval method: how many candidates it contributed and its fusion weight. Keys: `lexical`, `dense`, and `rerank` when the rerank stage contributed.",
         additionalProperties: ref("MethodStats"),
       },
       appliedFilters: ref("AppliedFilters"),
@@ -421,12 +419,13 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
       path: {
         type: "string",
         description:
-          "JSON pointer (RFC 6901) into the request body, e.g. `/filters/minStars`; for an unknown or missing property it points at that property. `\"\"` is the whole body.",
+          'JSON pointer (RFC 6901) into the request body, e.g. `/filters/minStars`; for an unknown or missing property it points at that property. `""` is the whole body.',
         examples: ["/filters/minStars"],
       },
       rule: {
         type: "string",
-        description: "The broken JSON Schema keyword, e.g. `maximum`, `required`, `additionalProperties`, `pattern`; `maxBodyBytes` for an oversized body, `json` for malformed JSON, `contentType` for a wrong media type.",
+        description:
+          "The broken JSON Schema keyword, e.g. `maximum`, `required`, `additionalProperties`, `pattern`; `maxBodyBytes` for an oversized body, `json` for malformed JSON, `contentType` for a wrong media type.",
         examples: ["maximum"],
       },
       message: { type: "string", examples: ["must be <= 50"] },
@@ -469,7 +468,7 @@ export const openApiDocument: OpenApiDocument = {
       "- Authentication: `X-API-Key` header on everything except `GET /health` and the documentation. Never log or print the key.",
       "- Price: $0.001 per successful search, debited from the account's credits. Requests answered with 4xx are not charged; a request that fails with 5xx after the debit is refunded.",
       "- Rate limits: 30 requests per minute per client IP on every request, and 60 searches per minute per account. A 429 carries `Retry-After`.",
-      "- Errors: `{\"error\": {\"code\", \"message\", \"status\", \"details\"?}}`; branch on `code`.",
+      '- Errors: `{"error": {"code", "message", "status", "details"?}}`; branch on `code`.',
       "- Plain-text guide for agents: `/llms.txt`. Interactive reference: `/docs`.",
     ].join("\n"),
     license: { name: "Apache-2.0", identifier: "Apache-2.0" },

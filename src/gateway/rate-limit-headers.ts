@@ -12,5 +12,8 @@ export function setRateLimitHeaders(res: Response, d: RateLimitDecision): void {
 export function rateLimited(res: Response, d: RateLimitDecision, what: string): ReposearchError {
   setRateLimitHeaders(res, d);
   res.setHeader("Retry-After", String(Math.max(1, d.retryAfterSeconds)));
-  return new ReposearchError(ErrorCode.RateLimitExceeded, `rate limit exceeded: ${d.limit} ${what} per minute; retry after ${Math.max(1, d.retryAfterSeconds)} s`);
+  return new ReposearchError(
+    ErrorCode.RateLimitExceeded,
+    `rate limit exceeded: ${d.limit} ${what} per minute; retry after ${Math.max(1, d.retryAfterSeconds)} s`,
+  );
 }

@@ -93,12 +93,20 @@ function toDetail(e: ErrorObject): ErrorDetail {
     case "minLength":
     case "maxLength": {
       const n = Number(params.limit);
-      return { path: e.instancePath, rule: e.keyword, message: `must be ${e.keyword === "minLength" ? "at least" : "at most"} ${n} character${n === 1 ? "" : "s"} long` };
+      return {
+        path: e.instancePath,
+        rule: e.keyword,
+        message: `must be ${e.keyword === "minLength" ? "at least" : "at most"} ${n} character${n === 1 ? "" : "s"} long`,
+      };
     }
     case "minItems":
     case "maxItems": {
       const n = Number(params.limit);
-      return { path: e.instancePath, rule: e.keyword, message: `must have ${e.keyword === "minItems" ? "at least" : "at most"} ${n} item${n === 1 ? "" : "s"}` };
+      return {
+        path: e.instancePath,
+        rule: e.keyword,
+        message: `must have ${e.keyword === "minItems" ? "at least" : "at most"} ${n} item${n === 1 ? "" : "s"}`,
+      };
     }
     default:
       return { path: e.instancePath, rule: e.keyword, message: e.message ?? `breaks the ${e.keyword} rule` };

@@ -140,7 +140,13 @@ export async function trainModel(o: TrainModelOptions): Promise<TrainModelResult
   const dir = path.join(root, modelId);
   const base = { dir, modelId, initId: init.meta.modelId, pairs: pairs.perKind };
   if (existsSync(path.join(dir, "model.json"))) return { ...base, trained: null };
-  o.logger.info("training the static model on weak pairs", { init: init.meta.modelId, modelId, pairs: pairs.perKind, epochs: o.config.epochs, seconds: +((performance.now() - t0) / 1000).toFixed(1) });
+  o.logger.info("training the static model on weak pairs", {
+    init: init.meta.modelId,
+    modelId,
+    pairs: pairs.perKind,
+    epochs: o.config.epochs,
+    seconds: +((performance.now() - t0) / 1000).toFixed(1),
+  });
   const cfg = o.config;
   const res = await trainStaticModelInWorker(init, pairs, cfg, {
     onStep: (epoch, step, steps) => {
@@ -149,7 +155,12 @@ export async function trainModel(o: TrainModelOptions): Promise<TrainModelResult
     },
     onEpoch: (s) => {
       o.progress.finish();
-      o.logger.info("epoch", { epoch: s.epoch, loss: +s.loss.toFixed(4), heldOutLoss: s.heldOutLoss === null ? null : +s.heldOutLoss.toFixed(4), seconds: +s.seconds.toFixed(1) });
+      o.logger.info("epoch", {
+        epoch: s.epoch,
+        loss: +s.loss.toFixed(4),
+        heldOutLoss: s.heldOutLoss === null ? null : +s.heldOutLoss.toFixed(4),
+        seconds: +s.seconds.toFixed(1),
+      });
     },
   });
   await mkdir(root, { recursive: true });

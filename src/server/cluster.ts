@@ -165,7 +165,13 @@ export async function runClusterPrimary(config: Config, role: Role, opts: Cluste
       log.info("worker serving", { worker: worker.id, pid: worker.process.pid });
       if (!firstReady && ready.size >= target) {
         firstReady = true;
-        opts.onReady?.({ processes: target, url: balancedUrl ?? m.url ?? null, grpcAddress: m.grpcAddress ?? null, connectUrl: m.connectUrl ?? null, coreMetricsUrl: m.coreMetricsUrl ?? null });
+        opts.onReady?.({
+          processes: target,
+          url: balancedUrl ?? m.url ?? null,
+          grpcAddress: m.grpcAddress ?? null,
+          connectUrl: m.connectUrl ?? null,
+          coreMetricsUrl: m.coreMetricsUrl ?? null,
+        });
       }
     };
 

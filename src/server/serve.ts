@@ -70,7 +70,10 @@ export async function startCore(
   // engine follows so that a new embedder is loaded before queries need it.
   // (QdrantStore reads its version per call; the embedded store swaps segments on this watcher.)
   store.watch(config.server.indexWatchIntervalMs);
-  const timer = setInterval(() => void engine.sync().catch((e: unknown) => log.warn("index sync failed", { error: (e as Error).message })), config.server.indexWatchIntervalMs);
+  const timer = setInterval(
+    () => void engine.sync().catch((e: unknown) => log.warn("index sync failed", { error: (e as Error).message })),
+    config.server.indexWatchIntervalMs,
+  );
   timer.unref();
   const grpc = await startGrpcServer({
     core: engine,
@@ -293,7 +296,11 @@ export async function serve(config: Config, role: Role, version: string, opts: {
   const registry = newRegistry();
   joinClusterMetrics(registry);
   // 1 per process; a cluster's scrape sums it, so dashboards see how many workers are up.
-  gauge(registry, { name: "serving_processes", help: "Serving processes behind this endpoint (1 per process, summed over a machine's cluster workers).", aggregator: "sum" }).set(1);
+  gauge(registry, {
+    name: "serving_processes",
+    help: "Serving processes behind this endpoint (1 per process, summed over a machine's cluster workers).",
+    aggregator: "sum",
+  }).set(1);
   let core: CoreHandle | null = null;
   let coreHttp: CoreMetricsServer | null = null;
   let gateway: GatewayHandle | null = null;

@@ -12,7 +12,14 @@ describe("store settings", () => {
   });
 
   it("read the Qdrant variables", () => {
-    const s = storeSettingsFromEnv({ VECTOR_STORE: "qdrant", QDRANT_URL: "http://q:6333", QDRANT_API_KEY: "k", QDRANT_COLLECTION: "repos_v2", QDRANT_QUANTIZATION: "int8", QDRANT_TIMEOUT_MS: "5000" });
+    const s = storeSettingsFromEnv({
+      VECTOR_STORE: "qdrant",
+      QDRANT_URL: "http://q:6333",
+      QDRANT_API_KEY: "k",
+      QDRANT_COLLECTION: "repos_v2",
+      QDRANT_QUANTIZATION: "int8",
+      QDRANT_TIMEOUT_MS: "5000",
+    });
     assert.deepEqual(s, { kind: "qdrant", qdrant: { url: "http://q:6333", apiKey: "k", collection: "repos_v2", quantization: "int8", timeoutMs: 5000 } });
   });
 
@@ -37,10 +44,26 @@ describe("store settings", () => {
 describe("QdrantStore options", () => {
   it("are validated up front, every problem named", () => {
     assert.throws(
-      () => QdrantStore.create({ url: "ftp://x", collection: "bad name", timeoutMs: 0, hnsw: { m: 1, efConstruction: 100 }, efSearch: 0, quantization: "pq" as "int8" }),
+      () =>
+        QdrantStore.create({
+          url: "ftp://x",
+          collection: "bad name",
+          timeoutMs: 0,
+          hnsw: { m: 1, efConstruction: 100 },
+          efSearch: 0,
+          quantization: "pq" as "int8",
+        }),
       (err: unknown) => {
         assert.ok(err instanceof ReposearchError && err.code === ErrorCode.ValidationError);
-        for (const re of [/url must be an http\(s\) URL/, /collection must match/, /timeoutMs must be an integer/, /hnsw\.m must be/, /efSearch must be/, /quantization must be "none" or "int8"/]) assert.match(err.message, re);
+        for (const re of [
+          /url must be an http\(s\) URL/,
+          /collection must match/,
+          /timeoutMs must be an integer/,
+          /hnsw\.m must be/,
+          /efSearch must be/,
+          /quantization must be "none" or "int8"/,
+        ])
+          assert.match(err.message, re);
         return true;
       },
     );
@@ -54,7 +77,8 @@ describe("QdrantStore options", () => {
     await new Promise<void>((r) => probe.close(() => r()));
     await assert.rejects(
       openStore(loadConfig({}), { env: { VECTOR_STORE: "qdrant", QDRANT_URL: `http://127.0.0.1:${port}`, QDRANT_TIMEOUT_MS: "2000" } }),
-      (err: unknown) => err instanceof ReposearchError && err.code === ErrorCode.Unavailable && /cannot reach the server at http:\/\/127\.0\.0\.1/.test(err.message),
+      (err: unknown) =>
+        err instanceof ReposearchError && err.code === ErrorCode.Unavailable && /cannot reach the server at http:\/\/127\.0\.0\.1/.test(err.message),
     );
   });
 });

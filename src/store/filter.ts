@@ -70,8 +70,7 @@ export const isIsNull = (c: Condition): c is IsNullCondition => (c as IsNullCond
 export const isIsEmpty = (c: Condition): c is IsEmptyCondition => (c as IsEmptyCondition).is_empty !== undefined;
 export const isHasId = (c: Condition): c is HasIdCondition => Array.isArray((c as HasIdCondition).has_id);
 export const isNestedFilter = (c: Condition): c is Filter =>
-  !isFieldCondition(c) && !isIsNull(c) && !isIsEmpty(c) && !isHasId(c) &&
-  ("must" in c || "should" in c || "must_not" in c);
+  !isFieldCondition(c) && !isIsNull(c) && !isIsEmpty(c) && !isHasId(c) && ("must" in c || "should" in c || "must_not" in c);
 
 /** Qdrant accepts point ids as UUIDs in any of their spellings; compare them in one canonical form. */
 export function normalizePointId(id: string): string {

@@ -75,8 +75,10 @@ export function withCondition(filter: Filter | undefined, condition: Condition):
 
 /** Validates LexicalQuery.popular (a ValidationError naming the problem). */
 export function checkPopular(p: NonNullable<LexicalQuery["popular"]>): { readonly minStars: number; readonly limit: number } {
-  if (!Number.isInteger(p.limit) || p.limit < 0) throw new ReposearchError(ErrorCode.ValidationError, `popular.limit must be a non-negative integer (got ${p.limit})`);
-  if (!Number.isFinite(p.minStars) || p.minStars < 0) throw new ReposearchError(ErrorCode.ValidationError, `popular.minStars must be a number ≥ 0 (got ${p.minStars})`);
+  if (!Number.isInteger(p.limit) || p.limit < 0)
+    throw new ReposearchError(ErrorCode.ValidationError, `popular.limit must be a non-negative integer (got ${p.limit})`);
+  if (!Number.isFinite(p.minStars) || p.minStars < 0)
+    throw new ReposearchError(ErrorCode.ValidationError, `popular.minStars must be a number ≥ 0 (got ${p.minStars})`);
   return p;
 }
 

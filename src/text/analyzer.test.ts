@@ -55,16 +55,49 @@ test("the default analyzer stems with Porter", () => {
 
 test("Porter stemmer reproduces the examples of Porter (1980)", () => {
   const cases: [string, string][] = [
-    ["caresses", "caress"], ["ponies", "poni"], ["cats", "cat"], ["feed", "feed"], ["agreed", "agre"],
-    ["plastered", "plaster"], ["motoring", "motor"], ["sing", "sing"], ["conflated", "conflat"],
-    ["troubled", "troubl"], ["sized", "size"], ["hopping", "hop"], ["falling", "fall"], ["hissing", "hiss"],
-    ["filing", "file"], ["happy", "happi"], ["sky", "sky"], ["relational", "relat"], ["conditional", "condit"],
-    ["rational", "ration"], ["digitizer", "digit"], ["vietnamization", "vietnam"], ["operator", "oper"],
-    ["decisiveness", "decis"], ["hopefulness", "hope"], ["sensibiliti", "sensibl"], ["triplicate", "triplic"],
-    ["electrical", "electr"], ["goodness", "good"], ["allowance", "allow"], ["adjustable", "adjust"],
-    ["replacement", "replac"], ["adoption", "adopt"], ["communism", "commun"], ["effective", "effect"],
-    ["bowdlerize", "bowdler"], ["probate", "probat"], ["rate", "rate"], ["cease", "ceas"], ["controll", "control"],
-    ["roll", "roll"], ["generalizations", "gener"], ["oscillators", "oscil"],
+    ["caresses", "caress"],
+    ["ponies", "poni"],
+    ["cats", "cat"],
+    ["feed", "feed"],
+    ["agreed", "agre"],
+    ["plastered", "plaster"],
+    ["motoring", "motor"],
+    ["sing", "sing"],
+    ["conflated", "conflat"],
+    ["troubled", "troubl"],
+    ["sized", "size"],
+    ["hopping", "hop"],
+    ["falling", "fall"],
+    ["hissing", "hiss"],
+    ["filing", "file"],
+    ["happy", "happi"],
+    ["sky", "sky"],
+    ["relational", "relat"],
+    ["conditional", "condit"],
+    ["rational", "ration"],
+    ["digitizer", "digit"],
+    ["vietnamization", "vietnam"],
+    ["operator", "oper"],
+    ["decisiveness", "decis"],
+    ["hopefulness", "hope"],
+    ["sensibiliti", "sensibl"],
+    ["triplicate", "triplic"],
+    ["electrical", "electr"],
+    ["goodness", "good"],
+    ["allowance", "allow"],
+    ["adjustable", "adjust"],
+    ["replacement", "replac"],
+    ["adoption", "adopt"],
+    ["communism", "commun"],
+    ["effective", "effect"],
+    ["bowdlerize", "bowdler"],
+    ["probate", "probat"],
+    ["rate", "rate"],
+    ["cease", "ceas"],
+    ["controll", "control"],
+    ["roll", "roll"],
+    ["generalizations", "gener"],
+    ["oscillators", "oscil"],
   ];
   for (const [word, stem] of cases) assert.equal(porterStem(word), stem, word);
   // Short, non-ASCII and mixed tokens are left alone.
@@ -88,14 +121,14 @@ test("createAnalyzer validates its options", () => {
 test("stripMarkup removes badges, images, URLs, tags, entities and code", () => {
   const readme = [
     "[![Build Status](https://travis-ci.org/x/y.svg?branch=main)](https://travis-ci.org/x/y) ![logo](logo.png)",
-    "<p align=\"center\"><img src=\"banner.png\" width=\"400\"></p>",
+    '<p align="center"><img src="banner.png" width="400"></p>',
     "# Rocket &amp; Engine &#x4e2d; &lt;fast&gt;",
     "A **fast** library. See the [documentation](https://docs.example.com/guide) or https://example.com/raw.",
     "<!-- hidden comment -->",
     "```bash",
     "npm install secret-package",
     "```",
-    "[ref]: https://example.com/ref \"title\"",
+    '[ref]: https://example.com/ref "title"',
     "| col | col |",
     "|-----|-----|",
     "Made with :heart: by people",
@@ -109,7 +142,7 @@ test("stripMarkup removes badges, images, URLs, tags, entities and code", () => 
 
 test("stripMarkup copes with READMEs cut mid-construct", () => {
   assert.equal(stripMarkup("Intro\n```js\nconst a = 1;"), "Intro");
-  assert.equal(stripMarkup("Intro <img src=\"https://x.io/a.png\" alt=\"cut"), "Intro");
+  assert.equal(stripMarkup('Intro <img src="https://x.io/a.png" alt="cut'), "Intro");
   assert.equal(stripMarkup("Intro <!-- never closed"), "Intro");
 });
 
@@ -126,7 +159,7 @@ test("stripMarkup and analyze stay fast on hostile input", () => {
   assert.ok(performance.now() - t0 < 2000, `took ${performance.now() - t0} ms`);
 });
 
-test("collapseWhitespace is replace(/\\s+/g, \" \") on every mix of whitespace kinds, and keeps single-spaced text as it is", () => {
+test('collapseWhitespace is replace(/\\s+/g, " ") on every mix of whitespace kinds, and keeps single-spaced text as it is', () => {
   const ws = [" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u2028", "\u3000", "\ufeff", " \t", "\t "];
   let seed = 7;
   const rnd = (n: number): number => {

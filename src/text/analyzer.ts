@@ -343,11 +343,21 @@ const pb = new Uint8Array(MAX_TOKEN_LENGTH);
 let pk = 0;
 let pj = 0;
 
-const CH_E = 101, CH_I = 105, CH_L = 108, CH_S = 115, CH_T = 116, CH_Y = 121, CH_Z = 122;
+const CH_E = 101,
+  CH_I = 105,
+  CH_L = 108,
+  CH_S = 115,
+  CH_T = 116,
+  CH_Y = 121,
+  CH_Z = 122;
 
 function cons(i: number): boolean {
   switch (pb[i]) {
-    case 97: case 101: case 105: case 111: case 117: // a e i o u
+    case 97:
+    case 101:
+    case 105:
+    case 111:
+    case 117: // a e i o u
       return false;
     case CH_Y:
       return i === 0 ? true : !cons(i - 1);
@@ -500,18 +510,42 @@ function step4(): void {
   if (pk < 1) return;
   let hit = false;
   switch (pb[pk - 1]) {
-    case 97: hit = ends("al"); break;
-    case 99: hit = ends("ance") || ends("ence"); break;
-    case 101: hit = ends("er"); break;
-    case 105: hit = ends("ic"); break;
-    case 108: hit = ends("able") || ends("ible"); break;
-    case 110: hit = ends("ant") || ends("ement") || ends("ment") || ends("ent"); break;
-    case 111: hit = (ends("ion") && pj >= 0 && (pb[pj] === CH_S || pb[pj] === CH_T)) || ends("ou"); break;
-    case 115: hit = ends("ism"); break;
-    case 116: hit = ends("ate") || ends("iti"); break;
-    case 117: hit = ends("ous"); break;
-    case 118: hit = ends("ive"); break;
-    case 122: hit = ends("ize"); break;
+    case 97:
+      hit = ends("al");
+      break;
+    case 99:
+      hit = ends("ance") || ends("ence");
+      break;
+    case 101:
+      hit = ends("er");
+      break;
+    case 105:
+      hit = ends("ic");
+      break;
+    case 108:
+      hit = ends("able") || ends("ible");
+      break;
+    case 110:
+      hit = ends("ant") || ends("ement") || ends("ment") || ends("ent");
+      break;
+    case 111:
+      hit = (ends("ion") && pj >= 0 && (pb[pj] === CH_S || pb[pj] === CH_T)) || ends("ou");
+      break;
+    case 115:
+      hit = ends("ism");
+      break;
+    case 116:
+      hit = ends("ate") || ends("iti");
+      break;
+    case 117:
+      hit = ends("ous");
+      break;
+    case 118:
+      hit = ends("ive");
+      break;
+    case 122:
+      hit = ends("ize");
+      break;
   }
   if (hit && measure() > 1) pk = pj;
 }
@@ -529,8 +563,22 @@ function step5(): void {
 // README cleaning
 
 const ENTITIES: Readonly<Record<string, string>> = {
-  amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: " ", ndash: "–", mdash: "—", hellip: "…",
-  copy: "©", reg: "®", trade: "™", laquo: "«", raquo: "»", middot: "·", bull: "•",
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  nbsp: " ",
+  ndash: "–",
+  mdash: "—",
+  hellip: "…",
+  copy: "©",
+  reg: "®",
+  trade: "™",
+  laquo: "«",
+  raquo: "»",
+  middot: "·",
+  bull: "•",
 };
 
 /**

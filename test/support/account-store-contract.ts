@@ -216,10 +216,7 @@ export function accountStoreContract(backend: string, setup: () => Promise<Contr
       assert.equal(await ledgerRows(a.name, "debit"), 1);
       assert.equal(await ledgerRows(a.name, "refund"), 1);
       assert.equal(await ledgerSum(a.name), 5_000_000);
-      assert.equal(
-        await h.scalar(`SELECT reference FROM ledger WHERE request_id = '${req}' AND kind = 'refund'`),
-        "core timeout",
-      );
+      assert.equal(await h.scalar(`SELECT reference FROM ledger WHERE request_id = '${req}' AND kind = 'refund'`), "core timeout");
     });
 
     test("the ledger is append-only: raw UPDATE and DELETE fail", async () => {

@@ -70,12 +70,7 @@ function referenceValue(c: Json, v: unknown): boolean {
 
 function bounds(r: Json, v: number, conv: (x: unknown) => number): boolean {
   const has = (k: string) => r[k] !== undefined && r[k] !== null;
-  return (
-    (!has("gt") || v > conv(r.gt)) &&
-    (!has("gte") || v >= conv(r.gte)) &&
-    (!has("lt") || v < conv(r.lt)) &&
-    (!has("lte") || v <= conv(r.lte))
-  );
+  return (!has("gt") || v > conv(r.gt)) && (!has("gte") || v >= conv(r.gte)) && (!has("lt") || v < conv(r.lt)) && (!has("lte") || v <= conv(r.lte));
 }
 
 const LANGS = ["python", "javascript", "typescript", "go", "rust", "c++"];
@@ -104,7 +99,10 @@ export function randomPayloads(count: number, seed: number, opts: RandomPayloadO
       category: rnd() < 0.35 ? null : pick(CATEGORIES),
       stars: rnd() < 0.1 ? null : Math.floor(Math.exp(rnd() * 11)) - 1,
       forks: rnd() < 0.75 ? null : Math.floor(rnd() * 500),
-      pushedAt: rnd() < 0.7 ? null : new Date(Date.UTC(2018, 0, 1) + Math.floor(rnd() * 9 * 365) * 86_400_000 + (rnd() < 0.5 ? 0 : Math.floor(rnd() * 86_400_000))).toISOString(),
+      pushedAt:
+        rnd() < 0.7
+          ? null
+          : new Date(Date.UTC(2018, 0, 1) + Math.floor(rnd() * 9 * 365) * 86_400_000 + (rnd() < 0.5 ? 0 : Math.floor(rnd() * 86_400_000))).toISOString(),
       isArchived: rnd() < 0.85 ? null : rnd() < 0.2,
       license: rnd() < 0.6 ? null : pick(LICENSES),
     };
@@ -141,7 +139,15 @@ export function randomFilter(rnd: () => number, ids: readonly string[], depth = 
       () => ({ key: pick(["topics", "languageLc"]), match: { any: some([...TOPICS, ...LANGS], 3) } }),
       () => ({ key: "category", match: { any: some(CATEGORIES, 3) } }),
       () => ({ key: pick(["topics", "languageLc", "key"]), match: { except: some([...TOPICS, ...LANGS, ids[0] ?? "x"], 3) } }),
-      () => ({ key: "key", match: { any: some(ids.map((_, i) => `owner${i % 37}/repo-${i}`), 5) } }),
+      () => ({
+        key: "key",
+        match: {
+          any: some(
+            ids.map((_, i) => `owner${i % 37}/repo-${i}`),
+            5,
+          ),
+        },
+      }),
       () => ({ key: "isArchived", match: { value: rnd() < 0.5 } }),
       () => ({ key: "isArchived", match: { except: [] as string[] } }),
       () => ({ key: pick(["stars", "forks"]), match: { value: Math.floor(rnd() * 5) } }),

@@ -39,7 +39,10 @@ export async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutM
 }
 
 /** A raw client of the server reflection service (`version` v1 or v1alpha) at `address`, as grpcurl uses it. */
-export function reflectionClient(address: string, version: "v1" | "v1alpha" = "v1"): {
+export function reflectionClient(
+  address: string,
+  version: "v1" | "v1alpha" = "v1",
+): {
   /** Sends one request on a new stream and resolves with the first response. */
   ask<T>(request: object): Promise<T>;
   /** The names of the services the server lists. */

@@ -43,7 +43,13 @@ export function valueInfo(name: string, elemType: number, shape: (number | strin
 }
 /** NodeProto { input=1, output=2, name=3, op_type=4, attribute=5 } */
 export function node(op: string, inputs: string[], outputs: string[], attrs: Field[][] = []): Field[] {
-  return msg(...inputs.map((i) => bytes(1, i)), ...outputs.map((o) => bytes(2, o)), bytes(3, `${op}_${outputs[0]}`), bytes(4, op), ...attrs.map((a) => bytes(5, a)));
+  return msg(
+    ...inputs.map((i) => bytes(1, i)),
+    ...outputs.map((o) => bytes(2, o)),
+    bytes(3, `${op}_${outputs[0]}`),
+    bytes(4, op),
+    ...attrs.map((a) => bytes(5, a)),
+  );
 }
 /** AttributeProto { name=1, i=3, ints=8, type=20 (INT=2, INTS=7) } */
 export const attrInt = (name: string, v: number) => msg(bytes(1, name), int(3, v), int(20, 2));

@@ -139,7 +139,10 @@ export const CONTRACT_FILTERS: readonly [string, Filter][] = [
     "nested combination",
     {
       must: [{ key: "stars", range: { gte: 50 } }, { should: [{ key: "languageLc", match: { any: ["go", "python"] } }, { is_empty: { key: "topics" } }] }],
-      must_not: [{ key: "isArchived", match: { value: true } }, { key: "forks", range: { lt: 30 } }],
+      must_not: [
+        { key: "isArchived", match: { value: true } },
+        { key: "forks", range: { lt: 30 } },
+      ],
     },
   ],
 ];
@@ -217,7 +220,10 @@ export function storeContract(name: string, fresh: () => Promise<ContractStore>,
     it("rejects a malformed filter with a validation error", async () => {
       const bad = { must: [{ key: "stars", range: { gte: "many" } }] } as unknown as Filter;
       await assert.rejects(store().count(bad), (err: unknown) => err instanceof ReposearchError && err.code === ErrorCode.ValidationError);
-      await assert.rejects(store().denseSearch({ vector: randomVector(1), filter: bad, limit: 3 }), (err: unknown) => err instanceof ReposearchError && err.code === ErrorCode.ValidationError);
+      await assert.rejects(
+        store().denseSearch({ vector: randomVector(1), filter: bad, limit: 3 }),
+        (err: unknown) => err instanceof ReposearchError && err.code === ErrorCode.ValidationError,
+      );
     });
 
     it("lexical search finds terms of the description and the topics, best first, and honours filters", async () => {
@@ -226,7 +232,10 @@ export function storeContract(name: string, fresh: () => Promise<ContractStore>,
       assert.ok(hits[0]!.score > 0);
       assert.deepEqual(hits[0]!.payload, ALL[7]!.payload);
       const topic = await store().lexicalSearch({ text: "zygomorph", limit: 5 });
-      assert.deepEqual(topic.map((h) => h.id), [idOf(13)]);
+      assert.deepEqual(
+        topic.map((h) => h.id),
+        [idOf(13)],
+      );
       const several = await store().lexicalSearch({ text: "project release", limit: 10 });
       assert.equal(several.length, 10);
       for (let i = 1; i < several.length; i++) assert.ok(several[i - 1]!.score >= several[i]!.score, "scores are non-increasing");
@@ -258,13 +267,24 @@ export function storeContract(name: string, fresh: () => Promise<ContractStore>,
         assert.deepEqual(positive(1), [0, 0, 0, 1, 0, 0], "point 13: a topic");
         assert.deepEqual(positive(2), [0, 0, 0, 0, 0, 0], "an unknown id scores nothing");
         assert.deepEqual(positive(3), [0, 0, 0, 0, 1, 0], "point 21: its README");
-        assert.deepEqual(ex.terms.map((t) => t.term), ["quaternion", "legaci", "zygomorph", "markdown"]);
+        assert.deepEqual(
+          ex.terms.map((t) => t.term),
+          ["quaternion", "legaci", "zygomorph", "markdown"],
+        );
         // Each of those terms is in one point of N: the same idf everywhere, so coverage is a share of terms.
         for (const t of ex.terms) assert.ok(Math.abs(t.idf - Math.log(1 + (N - 1 + 0.5) / 1.5)) < 1e-9, `${t.term} idf ${t.idf}`);
-        assert.deepEqual(Array.from(ex.coverage, (c) => Math.round(c * 100) / 100), [0.5, 0.25, 0, 0.25]);
+        assert.deepEqual(
+          Array.from(ex.coverage, (c) => Math.round(c * 100) / 100),
+          [0.5, 0.25, 0, 0.25],
+        );
         const cos = (i: number) => dot(ALL[i]!.vector, query);
         assert.ok(ex.dense !== null);
-        for (const [row, i] of [[0, 7], [1, 13], [3, 21]] as const) assert.ok(Math.abs(ex.dense[row]! - cos(i)) < 1e-4, `cosine of point ${i}: ${ex.dense[row]} vs ${cos(i)}`);
+        for (const [row, i] of [
+          [0, 7],
+          [1, 13],
+          [3, 21],
+        ] as const)
+          assert.ok(Math.abs(ex.dense[row]! - cos(i)) < 1e-4, `cosine of point ${i}: ${ex.dense[row]} vs ${cos(i)}`);
         assert.equal(ex.dense[2], 0);
       }
       const lexicalOnly = await store().explain({ text: "quaternion", vector: null, ids: [idOf(7)] });
@@ -335,7 +355,10 @@ export function storeContract(name: string, fresh: () => Promise<ContractStore>,
       assert.equal(r.published, true);
       assert.ok(labelNumber(r.version) > labelNumber(v1));
       assert.equal(await s.count(), N);
-      assert.deepEqual(await s.retrieve(changed.map((p) => p.id)), changed.map((p) => p.payload));
+      assert.deepEqual(
+        await s.retrieve(changed.map((p) => p.id)),
+        changed.map((p) => p.payload),
+      );
       const top = await s.denseSearch({ vector: changed[1]!.vector, limit: 1, exact: true });
       assert.equal(top[0]?.id, changed[1]!.id);
       assert.ok(Math.abs(top[0]!.score - 1) < 1e-4);

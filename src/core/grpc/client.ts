@@ -116,7 +116,8 @@ export class CoreClient {
 
   /** Runs one search. Rejects with ReposearchError (or the signal's reason when aborted). */
   async search(req: SearchRequest, opts: CallOptions = {}): Promise<SearchResponse> {
-    if (this.mux) return this.mux.search(requestToProto(req), { deadlineMs: opts.deadlineMs ?? this.defaultDeadlineMs, signal: opts.signal, metadata: opts.metadata });
+    if (this.mux)
+      return this.mux.search(requestToProto(req), { deadlineMs: opts.deadlineMs ?? this.defaultDeadlineMs, signal: opts.signal, metadata: opts.metadata });
     const reply = await this.unary(this.searchService, "Search", requestToProto(req), opts);
     return responseFromProto(reply);
   }

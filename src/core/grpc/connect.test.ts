@@ -68,7 +68,6 @@ function h2(server: ConnectServerHandle): Transport {
   return createConnectTransport({ baseUrl: server.url, httpVersion: "2", sessionManager });
 }
 
-
 describe("Connect port", () => {
   it("serves HTTP/1.1 and HTTP/2 (prior knowledge) on one port", async () => {
     const core = new FakeCore();
@@ -77,7 +76,10 @@ describe("Connect port", () => {
       const res = await createClient(SearchService, transport).search({ query: "q", limit: 3, filters: { minStars: 5n } });
       assert.equal(res.query, "q");
     }
-    assert.deepEqual(core.received.map((r) => [r.query, r.limit, r.filters?.minStars]), Array(3).fill(["q", 3, 5]));
+    assert.deepEqual(
+      core.received.map((r) => [r.query, r.limit, r.filters?.minStars]),
+      Array(3).fill(["q", 3, 5]),
+    );
     // A raw node:http2 client (prior knowledge, as curl --http2-prior-knowledge).
     const session = http2.connect(server.url);
     try {
@@ -182,7 +184,9 @@ describe("Connect port", () => {
     assert.equal((await slow).query, "slow");
     await closing;
     assert.ok(Date.now() - t0 < 2_000, `shutdown took ${Date.now() - t0} ms`);
-    await assert.rejects(fetch(`${server.url}/reposearch.v1.SearchService/GetIndexStats`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" }));
+    await assert.rejects(
+      fetch(`${server.url}/reposearch.v1.SearchService/GetIndexStats`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" }),
+    );
   });
 
   it("shutdown cuts a call still running when the grace expires", async () => {
@@ -199,6 +203,9 @@ describe("Connect port", () => {
 
   it("a taken port fails the start with the address in the message", async () => {
     const server = await start(new FakeCore());
-    await assert.rejects(startConnectServer({ core: new FakeCore(), host: "127.0.0.1", port: server.port, logger, shutdownGraceMs: 100 }), /Connect server could not bind 127\.0\.0\.1:\d+: .*EADDRINUSE/);
+    await assert.rejects(
+      startConnectServer({ core: new FakeCore(), host: "127.0.0.1", port: server.port, logger, shutdownGraceMs: 100 }),
+      /Connect server could not bind 127\.0\.0\.1:\d+: .*EADDRINUSE/,
+    );
   });
 });

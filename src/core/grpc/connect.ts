@@ -152,7 +152,8 @@ export async function startConnectServer(opts: ConnectServerOptions): Promise<Co
   // so a failure there is an INTERNAL error of the call like any other.
   const searchWire = searchWork(core);
   const statsWire = statsWork(core);
-  const search: CallWork = async (req, signal, callCtx) => messageFromWire(SearchResponseSchema, (await searchWire(req, signal, callCtx)) as Wire<SearchResponseMessage>);
+  const search: CallWork = async (req, signal, callCtx) =>
+    messageFromWire(SearchResponseSchema, (await searchWire(req, signal, callCtx)) as Wire<SearchResponseMessage>);
   const stats: CallWork = async (req, signal, callCtx) => messageFromWire(IndexStatsSchema, (await statsWire(req, signal, callCtx)) as Wire<IndexStatsMessage>);
   const handler = connectNodeAdapter({
     routes: (router) =>

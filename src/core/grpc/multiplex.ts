@@ -19,7 +19,14 @@ import type * as protoLoader from "@grpc/proto-loader";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { SearchResponse } from "../types.js";
 import { Outbox } from "./outbox.js";
-import { type ProtoSearchRequest, type ProtoSearchStreamRequest, type ProtoStreamSearch, errorFromProto, errorFromStatus, responseFromProto } from "./convert.js";
+import {
+  type ProtoSearchRequest,
+  type ProtoSearchStreamRequest,
+  type ProtoStreamSearch,
+  errorFromProto,
+  errorFromStatus,
+  responseFromProto,
+} from "./convert.js";
 
 /** Checked by CoreClient, the only constructor of a SearchMultiplexer. */
 export interface MultiplexOptions {

@@ -34,7 +34,14 @@ describe("Outbox", () => {
     assert.deepEqual(batches, [[1, 2, 3]], "one write at a time");
     assert.equal(box.empty, false);
     complete();
-    assert.deepEqual(batches, [[1, 2, 3], [4, 5]], "the next batch goes out as soon as the write completes");
+    assert.deepEqual(
+      batches,
+      [
+        [1, 2, 3],
+        [4, 5],
+      ],
+      "the next batch goes out as soon as the write completes",
+    );
     assert.equal(drained(), 0);
     complete();
     assert.equal(drained(), 1, "drained once nothing is left");
@@ -48,18 +55,35 @@ describe("Outbox", () => {
     await nextTurn();
     complete();
     complete();
-    assert.deepEqual(batches.map((b) => b.length), [STREAM_BATCH_MAX, STREAM_BATCH_MAX, 3]);
-    assert.deepEqual(batches.flat(), Array.from({ length: n }, (_, i) => i), "in order, none lost");
+    assert.deepEqual(
+      batches.map((b) => b.length),
+      [STREAM_BATCH_MAX, STREAM_BATCH_MAX, 3],
+    );
+    assert.deepEqual(
+      batches.flat(),
+      Array.from({ length: n }, (_, i) => i),
+      "in order, none lost",
+    );
   });
 
   it("removes an item that has not been sent yet", async () => {
     const { box, batches } = harness();
     box.push(1);
     box.push(2);
-    assert.equal(box.remove((x) => x === 1), true);
-    assert.equal(box.remove((x) => x === 9), false);
+    assert.equal(
+      box.remove((x) => x === 1),
+      true,
+    );
+    assert.equal(
+      box.remove((x) => x === 9),
+      false,
+    );
     await nextTurn();
     assert.deepEqual(batches, [[2]]);
-    assert.equal(box.remove((x) => x === 2), false, "sent items are gone from the outbox");
+    assert.equal(
+      box.remove((x) => x === 2),
+      false,
+      "sent items are gone from the outbox",
+    );
   });
 });

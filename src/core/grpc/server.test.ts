@@ -11,7 +11,16 @@ import { Logger, setLogLevel, setLogSink } from "../../common/logger.js";
 import { nullResult } from "../../../test/support/core-testkit.js";
 import type { IndexStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "../types.js";
 import { CoreClient, checkCoreAddress, isRetryableCoreError } from "./client.js";
-import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, STREAM_BATCH_MAX, loadProtos, requestFromProto, requestToProto, responseFromProto, responseToProto } from "./convert.js";
+import {
+  HEALTH_SERVICE_NAME,
+  SEARCH_SERVICE_NAME,
+  STREAM_BATCH_MAX,
+  loadProtos,
+  requestFromProto,
+  requestToProto,
+  responseFromProto,
+  responseToProto,
+} from "./convert.js";
 import { startGrpcServer, type GrpcServerHandle } from "./server.js";
 import { expectError, grpcCodeOf, reflectionClient, waitUntil } from "../../../test/support/grpc-testkit.js";
 
@@ -110,7 +119,10 @@ const waitForAbort: SearchImpl = (_req, opts) =>
     signal.addEventListener("abort", () => reject(new Error("aborted by signal")), { once: true });
   });
 
-async function start(core: SearchCore, extra: { shutdownGraceMs?: number; healthPollMs?: number; maxConnectionAgeMs?: number } = {}): Promise<GrpcServerHandle> {
+async function start(
+  core: SearchCore,
+  extra: { shutdownGraceMs?: number; healthPollMs?: number; maxConnectionAgeMs?: number } = {},
+): Promise<GrpcServerHandle> {
   return startGrpcServer({
     core,
     host: "127.0.0.1",
@@ -125,317 +137,326 @@ async function start(core: SearchCore, extra: { shutdownGraceMs?: number; health
 // ---------------------------------------------------------------------------------------------
 
 // Every behaviour of a search holds alike for unary calls and for searches multiplexed on a stream.
-for (const streams of [0, 1]) describe(`gRPC SearchService (${streams === 0 ? "unary Search" : "SearchStream"})`, () => {
-  const core = new EchoCore();
-  let server: GrpcServerHandle;
-  let client: CoreClient;
+for (const streams of [0, 1])
+  describe(`gRPC SearchService (${streams === 0 ? "unary Search" : "SearchStream"})`, () => {
+    const core = new EchoCore();
+    let server: GrpcServerHandle;
+    let client: CoreClient;
 
-  beforeAll(async () => {
-    server = await start(core);
-    server.setServing(true);
-    client = new CoreClient(server.address, { streams });
-  });
-  afterAll(async () => {
-    client.close();
-    await server.shutdown();
-  });
+    beforeAll(async () => {
+      server = await start(core);
+      server.setServing(true);
+      client = new CoreClient(server.address, { streams });
+    });
+    afterAll(async () => {
+      client.close();
+      await server.shutdown();
+    });
 
-  it("binds a real port when asked for 0", () => {
-    assert.ok(server.port > 0);
-    assert.equal(server.address, `127.0.0.1:${server.port}`);
-  });
+    it("binds a real port when asked for 0", () => {
+      assert.ok(server.port > 0);
+      assert.equal(server.address, `127.0.0.1:${server.port}`);
+    });
 
-  it("request presence survives the wire: absent vs set, [] vs values, false vs absent", async () => {
-    const cases: SearchRequest[] = [
-      { query: "q" },
-      { query: "q", limit: 10 },
-      { query: "q", limit: 1, includeTree: false, rerank: false },
-      { query: "q", includeTree: true, rerank: true },
-      { query: "q", filters: {} },
-      { query: "q", filters: { categories: [] } },
-      { query: "q", filters: { categories: ["library"] } },
-      { query: "q", filters: { categories: ["curated-list", "educational", "ai-ml"] } },
-      { query: "q", filters: { topics: ["cli"] } },
-      { query: "q", filters: { minStars: 0, maxStars: 0, minForks: 0, maxForks: 0, excludeArchived: false } },
-      {
-        query: "full  ✓ 😀",
-        limit: 50,
-        includeTree: true,
-        rerank: false,
-        filters: {
-          minStars: 10,
-          maxStars: 5_000_000_000,
-          minForks: 1,
-          maxForks: 2,
-          language: "TypeScript",
-          excludeRepos: ["a/b", "c/d"],
-          categories: ["tool"],
-          topics: ["x", "y"],
-          excludeArchived: true,
-          staleAfterMonths: 600,
+    it("request presence survives the wire: absent vs set, [] vs values, false vs absent", async () => {
+      const cases: SearchRequest[] = [
+        { query: "q" },
+        { query: "q", limit: 10 },
+        { query: "q", limit: 1, includeTree: false, rerank: false },
+        { query: "q", includeTree: true, rerank: true },
+        { query: "q", filters: {} },
+        { query: "q", filters: { categories: [] } },
+        { query: "q", filters: { categories: ["library"] } },
+        { query: "q", filters: { categories: ["curated-list", "educational", "ai-ml"] } },
+        { query: "q", filters: { topics: ["cli"] } },
+        { query: "q", filters: { minStars: 0, maxStars: 0, minForks: 0, maxForks: 0, excludeArchived: false } },
+        {
+          query: "full  ✓ 😀",
+          limit: 50,
+          includeTree: true,
+          rerank: false,
+          filters: {
+            minStars: 10,
+            maxStars: 5_000_000_000,
+            minForks: 1,
+            maxForks: 2,
+            language: "TypeScript",
+            excludeRepos: ["a/b", "c/d"],
+            categories: ["tool"],
+            topics: ["x", "y"],
+            excludeArchived: true,
+            staleAfterMonths: 600,
+          },
         },
-      },
-    ];
-    for (const req of cases) {
+      ];
+      for (const req of cases) {
+        core.received = [];
+        const res = await client.search(req);
+        assert.deepEqual(core.received, [req], `core received ${JSON.stringify(core.received)} for ${JSON.stringify(req)}`);
+        assert.equal(res.query, req.query);
+      }
+      // A repeated field has no presence; empty and absent excludeRepos mean the same thing.
       core.received = [];
-      const res = await client.search(req);
-      assert.deepEqual(core.received, [req], `core received ${JSON.stringify(core.received)} for ${JSON.stringify(req)}`);
-      assert.equal(res.query, req.query);
-    }
-    // A repeated field has no presence; empty and absent excludeRepos mean the same thing.
-    core.received = [];
-    await client.search({ query: "q", filters: { excludeRepos: [] } });
-    assert.deepEqual(core.received, [{ query: "q", filters: {} }]);
-  });
+      await client.search({ query: "q", filters: { excludeRepos: [] } });
+      assert.deepEqual(core.received, [{ query: "q", filters: {} }]);
+    });
 
-  it("response presence survives the wire: tree undefined vs null vs text, nulls vs values, zeros", async () => {
-    const nulls = nullResult("n/n");
-    core.results = [
-      baseResult,
-      { ...baseResult, name: "t/null", tree: null },
-      { ...baseResult, name: "t/text", tree: "src/\n  main.go\nREADME.md" },
-      { ...baseResult, name: "t/empty", tree: "" },
-      nulls,
-      { ...nulls, name: "z/z", stars: 0, forks: 0, isArchived: false, url: "", description: "" },
-    ];
-    try {
-      core.metaExtra = {};
-      const res = await client.search({ query: "q", includeTree: true });
-      assert.deepEqual(res.results, core.results);
-      assert.ok(!("tree" in res.results[0]!), "tree not requested → key absent");
-      assert.equal(res.results[1]!.tree, null);
-      assert.equal(res.results[3]!.tree, "");
-      assert.ok(!("reranked" in res.meta) && !("rerankMs" in res.meta));
-      const expected = await core.search({ query: "q" });
-      assert.deepEqual(res.meta, expected.meta);
+    it("response presence survives the wire: tree undefined vs null vs text, nulls vs values, zeros", async () => {
+      const nulls = nullResult("n/n");
+      core.results = [
+        baseResult,
+        { ...baseResult, name: "t/null", tree: null },
+        { ...baseResult, name: "t/text", tree: "src/\n  main.go\nREADME.md" },
+        { ...baseResult, name: "t/empty", tree: "" },
+        nulls,
+        { ...nulls, name: "z/z", stars: 0, forks: 0, isArchived: false, url: "", description: "" },
+      ];
+      try {
+        core.metaExtra = {};
+        const res = await client.search({ query: "q", includeTree: true });
+        assert.deepEqual(res.results, core.results);
+        assert.ok(!("tree" in res.results[0]!), "tree not requested → key absent");
+        assert.equal(res.results[1]!.tree, null);
+        assert.equal(res.results[3]!.tree, "");
+        assert.ok(!("reranked" in res.meta) && !("rerankMs" in res.meta));
+        const expected = await core.search({ query: "q" });
+        assert.deepEqual(res.meta, expected.meta);
 
-      core.metaExtra = { reranked: false, rerankMs: 0 };
-      const ranFellBack = await client.search({ query: "q" });
-      assert.equal(ranFellBack.meta.reranked, false);
-      assert.equal(ranFellBack.meta.rerankMs, 0);
+        core.metaExtra = { reranked: false, rerankMs: 0 };
+        const ranFellBack = await client.search({ query: "q" });
+        assert.equal(ranFellBack.meta.reranked, false);
+        assert.equal(ranFellBack.meta.rerankMs, 0);
 
-      core.metaExtra = { reranked: true, rerankMs: 12.5 };
-      const ran = await client.search({ query: "q" });
-      assert.deepEqual([ran.meta.reranked, ran.meta.rerankMs], [true, 12.5]);
-    } finally {
-      core.results = [baseResult];
-      core.metaExtra = {};
-    }
-  });
+        core.metaExtra = { reranked: true, rerankMs: 12.5 };
+        const ran = await client.search({ query: "q" });
+        assert.deepEqual([ran.meta.reranked, ran.meta.rerankMs], [true, 12.5]);
+      } finally {
+        core.results = [baseResult];
+        core.metaExtra = {};
+      }
+    });
 
-  it("applied-filter category modes map both ways", async () => {
-    for (const mode of ["default", "explicit", "all"] as const) {
-      const res = responseFromProto(
-        loadProtos().searchService.Search!.responseDeserialize(
-          loadProtos().searchService.Search!.responseSerialize(
-            responseToProto({
-              query: "q",
-              results: [],
-              meta: {
-                total: 0,
-                timeMs: 0,
-                methods: {},
-                appliedFilters: {
-                  categories: { mode, values: mode === "all" ? [] : ["data"], includeUncategorized: false },
-                  excludeArchived: false,
-                  minStars: 0,
-                  maxStars: null,
-                  minForks: null,
-                  maxForks: null,
-                  language: "go",
-                  excludeRepos: ["a/b"],
-                  topics: [],
-                  staleAfterMonths: 6,
+    it("applied-filter category modes map both ways", async () => {
+      for (const mode of ["default", "explicit", "all"] as const) {
+        const res = responseFromProto(
+          loadProtos().searchService.Search!.responseDeserialize(
+            loadProtos().searchService.Search!.responseSerialize(
+              responseToProto({
+                query: "q",
+                results: [],
+                meta: {
+                  total: 0,
+                  timeMs: 0,
+                  methods: {},
+                  appliedFilters: {
+                    categories: { mode, values: mode === "all" ? [] : ["data"], includeUncategorized: false },
+                    excludeArchived: false,
+                    minStars: 0,
+                    maxStars: null,
+                    minForks: null,
+                    maxForks: null,
+                    language: "go",
+                    excludeRepos: ["a/b"],
+                    topics: [],
+                    staleAfterMonths: 6,
+                  },
                 },
-              },
-            }),
+              }),
+            ),
           ),
+        );
+        assert.equal(res.meta.appliedFilters.categories.mode, mode);
+        assert.equal(res.meta.appliedFilters.minStars, 0);
+        assert.equal(res.meta.appliedFilters.maxStars, null);
+        assert.equal(res.meta.appliedFilters.staleAfterMonths, 6);
+      }
+      // An unknown mode is a malformed response, reported as INTERNAL (never passed on half-read).
+      const err = await expectError(
+        Promise.resolve().then(() =>
+          responseFromProto({ query: "q", results: [], meta: { appliedFilters: { categories: { mode: "CATEGORY_MODE_UNSPECIFIED" } } } }),
         ),
       );
-      assert.equal(res.meta.appliedFilters.categories.mode, mode);
-      assert.equal(res.meta.appliedFilters.minStars, 0);
-      assert.equal(res.meta.appliedFilters.maxStars, null);
-      assert.equal(res.meta.appliedFilters.staleAfterMonths, 6);
-    }
-    // An unknown mode is a malformed response, reported as INTERNAL (never passed on half-read).
-    const err = await expectError(
-      Promise.resolve().then(() =>
-        responseFromProto({ query: "q", results: [], meta: { appliedFilters: { categories: { mode: "CATEGORY_MODE_UNSPECIFIED" } } } }),
-      ),
-    );
-    assert.equal(err.code, ErrorCode.Internal);
-  });
-
-  it("requestToProto/requestFromProto are inverse for every presence case", () => {
-    const def = loadProtos().searchService.Search;
-    const req: SearchRequest = { query: "q", limit: 0, filters: { categories: [], topics: [], staleAfterMonths: 0 } };
-    assert.deepEqual(requestFromProto(def!.requestDeserialize(def!.requestSerialize(requestToProto(req)))), req);
-  });
-
-  it("GetIndexStats round-trips nulls and values", async () => {
-    assert.deepEqual(await client.stats(), core.statsValue);
-    const full: IndexStats = {
-      version: "v-20240501",
-      count: 56_123,
-      dims: 128,
-      embedderId: "static-128",
-      publishedAt: "2024-05-01T00:00:00.000Z",
-      ageSeconds: 0,
-      methods: ["lexical", "dense"],
-      rerankerId: "local",
-    };
-    core.statsValue = full;
-    assert.deepEqual(await client.stats(), full);
-  });
-
-  it("validation errors → INVALID_ARGUMENT, code and details rebuilt by the client; the core is not called", async () => {
-    core.received = [];
-    const err = await expectError(client.search({ query: "", limit: 99, filters: { topics: [], categories: ["nope" as "library"], excludeRepos: ["bad"] } }));
-    assert.equal(err.code, ErrorCode.ValidationError);
-    assert.equal(grpcCodeOf(err), grpc.status.INVALID_ARGUMENT);
-    assert.match(err.message, /^invalid search request: query must not be empty/);
-    assert.deepEqual(
-      err.details?.map((d) => `${d.path}:${d.rule}`),
-      ["query:minLength", "limit:maximum", "filters.excludeRepos[0]:pattern", "filters.categories[0]:enum", "filters.topics:minItems"],
-    );
-    assert.deepEqual(err.toJSON().error.status, 400);
-    assert.deepEqual(core.received, []);
-    // A negative int64 survives the wire and is rejected, not wrapped.
-    const negative = await expectError(client.search({ query: "q", filters: { minStars: -1 } }));
-    assert.deepEqual(negative.details?.map((d) => d.path), ["filters.minStars"]);
-  });
-
-  it("an internal error → INTERNAL with a generic message; the secret is only in the server log", async () => {
-    const secret = "password=hunter2 at db.internal:5432";
-    core.impl = async () => {
-      throw new Error(secret);
-    };
-    logLines.length = 0;
-    try {
-      const err = await expectError(client.search({ query: "q" }));
       assert.equal(err.code, ErrorCode.Internal);
-      assert.equal(grpcCodeOf(err), grpc.status.INTERNAL);
-      assert.equal(err.message, "internal error");
-      assert.ok(!err.message.includes("hunter2"));
-      assert.ok(!JSON.stringify(err.toJSON()).includes("hunter2"));
-      const cause = err.cause as Partial<grpc.ServiceError>;
-      assert.ok(!String(cause.details).includes("hunter2"));
-      assert.ok(logLines.some((l) => l.includes('"level":"error"') && l.includes("hunter2")), "cause logged server-side");
-    } finally {
-      core.impl = undefined;
-    }
-  });
+    });
 
-  it("a ReposearchError thrown by the core keeps its code and message", async () => {
-    core.impl = async () => {
-      throw new ReposearchError(ErrorCode.ExternalService, "embedder unavailable");
-    };
-    try {
-      const err = await expectError(client.search({ query: "q" }));
-      assert.equal(err.code, ErrorCode.ExternalService);
-      assert.equal(err.message, "embedder unavailable");
-      assert.equal(grpcCodeOf(err), grpc.status.UNAVAILABLE);
-      assert.equal(isRetryableCoreError(err), false);
-    } finally {
-      core.impl = undefined;
-    }
-  });
+    it("requestToProto/requestFromProto are inverse for every presence case", () => {
+      const def = loadProtos().searchService.Search;
+      const req: SearchRequest = { query: "q", limit: 0, filters: { categories: [], topics: [], staleAfterMonths: 0 } };
+      assert.deepEqual(requestFromProto(def!.requestDeserialize(def!.requestSerialize(requestToProto(req)))), req);
+    });
 
-  it("deadline: DEADLINE_EXCEEDED within the deadline plus slack, and the core's signal is aborted", async () => {
-    core.impl = waitForAbort;
-    core.signals = [];
-    try {
-      const t0 = Date.now();
-      const err = await expectError(client.search({ query: "slow" }, { deadlineMs: 150 }));
-      const elapsed = Date.now() - t0;
-      assert.equal(err.code, ErrorCode.DeadlineExceeded);
-      assert.equal(grpcCodeOf(err), grpc.status.DEADLINE_EXCEEDED);
-      assert.ok(elapsed >= 140 && elapsed < 150 + 500, `took ${elapsed} ms`);
-      assert.equal(core.signals.length, 1);
-      assert.ok(await waitUntil(() => core.signals[0]!.aborted, 1_000), "core signal aborted");
-      const reason: unknown = core.signals[0]!.reason;
-      assert.ok(reason instanceof ReposearchError && reason.code === ErrorCode.DeadlineExceeded, `reason ${String(reason)}`);
-    } finally {
-      core.impl = undefined;
-    }
-  });
+    it("GetIndexStats round-trips nulls and values", async () => {
+      assert.deepEqual(await client.stats(), core.statsValue);
+      const full: IndexStats = {
+        version: "v-20240501",
+        count: 56_123,
+        dims: 128,
+        embedderId: "static-128",
+        publishedAt: "2024-05-01T00:00:00.000Z",
+        ageSeconds: 0,
+        methods: ["lexical", "dense"],
+        rerankerId: "local",
+      };
+      core.statsValue = full;
+      assert.deepEqual(await client.stats(), full);
+    });
 
-  it("deadline: a core that ignores its signal cannot hold the call", async () => {
-    core.impl = () => new Promise(() => undefined);
-    try {
-      const t0 = Date.now();
-      const err = await expectError(client.search({ query: "stuck" }, { deadlineMs: 100 }));
-      assert.equal(err.code, ErrorCode.DeadlineExceeded);
-      assert.ok(Date.now() - t0 < 100 + 500);
-    } finally {
-      core.impl = undefined;
-    }
-  });
+    it("validation errors → INVALID_ARGUMENT, code and details rebuilt by the client; the core is not called", async () => {
+      core.received = [];
+      const err = await expectError(client.search({ query: "", limit: 99, filters: { topics: [], categories: ["nope" as "library"], excludeRepos: ["bad"] } }));
+      assert.equal(err.code, ErrorCode.ValidationError);
+      assert.equal(grpcCodeOf(err), grpc.status.INVALID_ARGUMENT);
+      assert.match(err.message, /^invalid search request: query must not be empty/);
+      assert.deepEqual(
+        err.details?.map((d) => `${d.path}:${d.rule}`),
+        ["query:minLength", "limit:maximum", "filters.excludeRepos[0]:pattern", "filters.categories[0]:enum", "filters.topics:minItems"],
+      );
+      assert.deepEqual(err.toJSON().error.status, 400);
+      assert.deepEqual(core.received, []);
+      // A negative int64 survives the wire and is rejected, not wrapped.
+      const negative = await expectError(client.search({ query: "q", filters: { minStars: -1 } }));
+      assert.deepEqual(
+        negative.details?.map((d) => d.path),
+        ["filters.minStars"],
+      );
+    });
 
-  it("an answered call leaves its signal alone when grpc-js reports the closed stream as 'cancelled'", async () => {
-    core.signals = [];
-    await client.search({ query: "answered" });
-    assert.equal(core.signals.length, 1);
-    // grpc-js emits 'cancelled' on the server call once the stream closes, answered or not; treating
-    // that as the client leaving would abort (and build an Error for) every finished call.
-    await sleep(100);
-    assert.equal(core.signals[0]!.aborted, false, `aborted with ${String(core.signals[0]!.reason)}`);
-  });
-
-  it("client cancellation (AbortSignal) rejects with the reason and aborts the core's signal", async () => {
-    core.impl = waitForAbort;
-    core.signals = [];
-    try {
-      const ac = new AbortController();
-      const p = client.search({ query: "cancel me" }, { signal: ac.signal, deadlineMs: 5_000 });
-      assert.ok(await waitUntil(() => core.signals.length === 1, 2_000));
-      const reason = new Error("caller went away");
-      ac.abort(reason);
-      await assert.rejects(p, (e: unknown) => e === reason);
-      assert.ok(await waitUntil(() => core.signals[0]!.aborted, 2_000), "server saw the cancellation");
-      // An already-aborted signal never sends the call.
-      await assert.rejects(client.search({ query: "q" }, { signal: AbortSignal.abort(reason) }), (e: unknown) => e === reason);
-    } finally {
-      core.impl = undefined;
-    }
-  });
-
-  it("passes request metadata and logs one debug line per call without the query", async () => {
-    logLines.length = 0;
-    await client.search({ query: "very-private-query-text" }, { metadata: { "x-request-id": "req-123" } });
-    const lines = logLines.filter((l) => l.includes('"msg":"grpc call"'));
-    assert.equal(lines.length, 1);
-    const rec = JSON.parse(lines[0]!) as Record<string, unknown>;
-    assert.deepEqual([rec.level, rec.method, rec.code, rec.requestId], ["debug", streams === 0 ? "Search" : "SearchStream", "OK", "req-123"]);
-    assert.equal(typeof rec.ms, "number");
-    assert.ok(!logLines.some((l) => l.includes("very-private-query-text")));
-  });
-
-  it("server reflection lists the search and health services (v1 and v1alpha)", async () => {
-    for (const version of ["v1", "v1alpha"] as const) {
-      const reflection = reflectionClient(server.address, version);
+    it("an internal error → INTERNAL with a generic message; the secret is only in the server log", async () => {
+      const secret = "password=hunter2 at db.internal:5432";
+      core.impl = async () => {
+        throw new Error(secret);
+      };
+      logLines.length = 0;
       try {
-        const names = await reflection.listServices();
-        assert.ok(names.includes(SEARCH_SERVICE_NAME), `${version}: ${names.join(",")}`);
-        assert.ok(names.includes(HEALTH_SERVICE_NAME), `${version}: ${names.join(",")}`);
-
-        // grpcurl's `describe` needs the file that defines a symbol; it must decode.
-        const described = await reflection.ask<{ fileDescriptorResponse?: { fileDescriptorProto?: Buffer[] } }>({ fileContainingSymbol: "reposearch.v1.SearchService" });
-        const files = described.fileDescriptorResponse?.fileDescriptorProto ?? [];
-        assert.ok(files.length >= 1);
-        // Descriptors carry the proto's own field names, not proto-loader's camelCase renaming.
-        assert.ok(files.some((f) => f.includes("include_tree") && f.includes("stale_after_months")));
-        assert.ok(!files.some((f) => f.includes("includeTree")));
+        const err = await expectError(client.search({ query: "q" }));
+        assert.equal(err.code, ErrorCode.Internal);
+        assert.equal(grpcCodeOf(err), grpc.status.INTERNAL);
+        assert.equal(err.message, "internal error");
+        assert.ok(!err.message.includes("hunter2"));
+        assert.ok(!JSON.stringify(err.toJSON()).includes("hunter2"));
+        const cause = err.cause as Partial<grpc.ServiceError>;
+        assert.ok(!String(cause.details).includes("hunter2"));
+        assert.ok(
+          logLines.some((l) => l.includes('"level":"error"') && l.includes("hunter2")),
+          "cause logged server-side",
+        );
       } finally {
-        reflection.close();
+        core.impl = undefined;
       }
-    }
-  });
+    });
 
-  it("waitForReady resolves against a live server", async () => {
-    await client.waitForReady(2_000);
+    it("a ReposearchError thrown by the core keeps its code and message", async () => {
+      core.impl = async () => {
+        throw new ReposearchError(ErrorCode.ExternalService, "embedder unavailable");
+      };
+      try {
+        const err = await expectError(client.search({ query: "q" }));
+        assert.equal(err.code, ErrorCode.ExternalService);
+        assert.equal(err.message, "embedder unavailable");
+        assert.equal(grpcCodeOf(err), grpc.status.UNAVAILABLE);
+        assert.equal(isRetryableCoreError(err), false);
+      } finally {
+        core.impl = undefined;
+      }
+    });
+
+    it("deadline: DEADLINE_EXCEEDED within the deadline plus slack, and the core's signal is aborted", async () => {
+      core.impl = waitForAbort;
+      core.signals = [];
+      try {
+        const t0 = Date.now();
+        const err = await expectError(client.search({ query: "slow" }, { deadlineMs: 150 }));
+        const elapsed = Date.now() - t0;
+        assert.equal(err.code, ErrorCode.DeadlineExceeded);
+        assert.equal(grpcCodeOf(err), grpc.status.DEADLINE_EXCEEDED);
+        assert.ok(elapsed >= 140 && elapsed < 150 + 500, `took ${elapsed} ms`);
+        assert.equal(core.signals.length, 1);
+        assert.ok(await waitUntil(() => core.signals[0]!.aborted, 1_000), "core signal aborted");
+        const reason: unknown = core.signals[0]!.reason;
+        assert.ok(reason instanceof ReposearchError && reason.code === ErrorCode.DeadlineExceeded, `reason ${String(reason)}`);
+      } finally {
+        core.impl = undefined;
+      }
+    });
+
+    it("deadline: a core that ignores its signal cannot hold the call", async () => {
+      core.impl = () => new Promise(() => undefined);
+      try {
+        const t0 = Date.now();
+        const err = await expectError(client.search({ query: "stuck" }, { deadlineMs: 100 }));
+        assert.equal(err.code, ErrorCode.DeadlineExceeded);
+        assert.ok(Date.now() - t0 < 100 + 500);
+      } finally {
+        core.impl = undefined;
+      }
+    });
+
+    it("an answered call leaves its signal alone when grpc-js reports the closed stream as 'cancelled'", async () => {
+      core.signals = [];
+      await client.search({ query: "answered" });
+      assert.equal(core.signals.length, 1);
+      // grpc-js emits 'cancelled' on the server call once the stream closes, answered or not; treating
+      // that as the client leaving would abort (and build an Error for) every finished call.
+      await sleep(100);
+      assert.equal(core.signals[0]!.aborted, false, `aborted with ${String(core.signals[0]!.reason)}`);
+    });
+
+    it("client cancellation (AbortSignal) rejects with the reason and aborts the core's signal", async () => {
+      core.impl = waitForAbort;
+      core.signals = [];
+      try {
+        const ac = new AbortController();
+        const p = client.search({ query: "cancel me" }, { signal: ac.signal, deadlineMs: 5_000 });
+        assert.ok(await waitUntil(() => core.signals.length === 1, 2_000));
+        const reason = new Error("caller went away");
+        ac.abort(reason);
+        await assert.rejects(p, (e: unknown) => e === reason);
+        assert.ok(await waitUntil(() => core.signals[0]!.aborted, 2_000), "server saw the cancellation");
+        // An already-aborted signal never sends the call.
+        await assert.rejects(client.search({ query: "q" }, { signal: AbortSignal.abort(reason) }), (e: unknown) => e === reason);
+      } finally {
+        core.impl = undefined;
+      }
+    });
+
+    it("passes request metadata and logs one debug line per call without the query", async () => {
+      logLines.length = 0;
+      await client.search({ query: "very-private-query-text" }, { metadata: { "x-request-id": "req-123" } });
+      const lines = logLines.filter((l) => l.includes('"msg":"grpc call"'));
+      assert.equal(lines.length, 1);
+      const rec = JSON.parse(lines[0]!) as Record<string, unknown>;
+      assert.deepEqual([rec.level, rec.method, rec.code, rec.requestId], ["debug", streams === 0 ? "Search" : "SearchStream", "OK", "req-123"]);
+      assert.equal(typeof rec.ms, "number");
+      assert.ok(!logLines.some((l) => l.includes("very-private-query-text")));
+    });
+
+    it("server reflection lists the search and health services (v1 and v1alpha)", async () => {
+      for (const version of ["v1", "v1alpha"] as const) {
+        const reflection = reflectionClient(server.address, version);
+        try {
+          const names = await reflection.listServices();
+          assert.ok(names.includes(SEARCH_SERVICE_NAME), `${version}: ${names.join(",")}`);
+          assert.ok(names.includes(HEALTH_SERVICE_NAME), `${version}: ${names.join(",")}`);
+
+          // grpcurl's `describe` needs the file that defines a symbol; it must decode.
+          const described = await reflection.ask<{ fileDescriptorResponse?: { fileDescriptorProto?: Buffer[] } }>({
+            fileContainingSymbol: "reposearch.v1.SearchService",
+          });
+          const files = described.fileDescriptorResponse?.fileDescriptorProto ?? [];
+          assert.ok(files.length >= 1);
+          // Descriptors carry the proto's own field names, not proto-loader's camelCase renaming.
+          assert.ok(files.some((f) => f.includes("include_tree") && f.includes("stale_after_months")));
+          assert.ok(!files.some((f) => f.includes("includeTree")));
+        } finally {
+          reflection.close();
+        }
+      }
+    });
+
+    it("waitForReady resolves against a live server", async () => {
+      await client.waitForReady(2_000);
+    });
   });
-});
 
 describe("gRPC SearchStream", () => {
   interface RawStream {
@@ -472,7 +493,10 @@ describe("gRPC SearchStream", () => {
     try {
       const queries = Array.from({ length: 200 }, (_, i) => `query ${i}`);
       const answers = await Promise.all(queries.map((q) => client.search({ query: q, limit: 5 })));
-      assert.deepEqual(answers.map((a) => a.query), queries);
+      assert.deepEqual(
+        answers.map((a) => a.query),
+        queries,
+      );
       // Failures interleaved with successes fail alone.
       const mixed = await Promise.allSettled(queries.slice(0, 20).map((q, i) => client.search({ query: i % 2 === 0 ? q : "" })));
       mixed.forEach((r, i) => {
@@ -572,15 +596,27 @@ describe("gRPC SearchStream", () => {
       await sleep(50);
       assert.equal(raw.answers.length, 1, "one message");
       const outcomes = (raw.answers[0] as { outcomes: { id: number; response?: { query: string } }[] }).outcomes;
-      assert.deepEqual(outcomes.map((o) => [o.id, o.response?.query]).sort(), [[1, "q1"], [2, "q2"], [3, "q3"]]);
+      assert.deepEqual(outcomes.map((o) => [o.id, o.response?.query]).sort(), [
+        [1, "q1"],
+        [2, "q2"],
+        [3, "q3"],
+      ]);
       // A bigger burst is split: at most STREAM_BATCH_MAX outcomes a message.
       raw.answers.length = 0;
       raw.call.write({ searches: Array.from({ length: 40 }, (_, i) => ({ id: 100 + i, request: { query: `b${i}` } })) });
       const outcomesOf = (m: object): unknown[] => (m as { outcomes: unknown[] }).outcomes;
       assert.ok(await waitUntil(() => raw.answers.reduce((n, m) => n + outcomesOf(m).length, 0) === 40, 2_000));
-      assert.ok(raw.answers.length >= 2 && raw.answers.every((m) => outcomesOf(m).length <= STREAM_BATCH_MAX), raw.answers.map((m) => outcomesOf(m).length).join(","));
+      assert.ok(
+        raw.answers.length >= 2 && raw.answers.every((m) => outcomesOf(m).length <= STREAM_BATCH_MAX),
+        raw.answers.map((m) => outcomesOf(m).length).join(","),
+      );
       // One id twice in one message is a protocol error.
-      raw.call.write({ searches: [{ id: 4, request: { query: "a" } }, { id: 4, request: { query: "b" } }] });
+      raw.call.write({
+        searches: [
+          { id: 4, request: { query: "a" } },
+          { id: 4, request: { query: "b" } },
+        ],
+      });
       const status = await raw.status;
       assert.equal(status.code, grpc.status.INVALID_ARGUMENT);
       assert.match(status.details, /search id 4 is already open/);
@@ -617,7 +653,10 @@ describe("gRPC SearchStream", () => {
       await Promise.all(Array.from({ length: 40 }, (_, i) => client.search({ query: `q${i}` })));
       const counts = cores.map((c) => c.received.length);
       assert.equal(counts[0]! + counts[1]!, 40);
-      assert.ok(counts.every((n) => n >= 10), `searches per core ${counts.join("/")}`);
+      assert.ok(
+        counts.every((n) => n >= 10),
+        `searches per core ${counts.join("/")}`,
+      );
     } finally {
       client.close();
       await Promise.all(servers.map((s) => s.shutdown()));
@@ -757,7 +796,11 @@ describe("gRPC shutdown", () => {
 describe("CoreClient address", () => {
   it("fails fast on a bad address with a clear message", () => {
     for (const bad of ["", "nope", "127.0.0.1", "127.0.0.1:0", "host:70000", "http://h:1", "a b:1", ":50051"]) {
-      assert.throws(() => new CoreClient(bad), (e: unknown) => e instanceof ConfigError && /CORE_ADDRESS: invalid search-core address/.test(e.message), bad);
+      assert.throws(
+        () => new CoreClient(bad),
+        (e: unknown) => e instanceof ConfigError && /CORE_ADDRESS: invalid search-core address/.test(e.message),
+        bad,
+      );
     }
     for (const ok of ["127.0.0.1:50051", "localhost:1", "[::1]:50051", "core.internal:443", "dns:///core:50051", "unix:/tmp/core.sock"]) {
       assert.equal(checkCoreAddress(ok), ok);
@@ -777,7 +820,10 @@ describe("core replicas", () => {
       for (let i = 0; i < 20; i++) await client.search({ query: `q${i}` });
       const counts = cores.map((c) => c.received.length);
       assert.equal(counts[0]! + counts[1]!, 20);
-      assert.ok(counts.every((n) => n >= 5), `calls per replica ${counts.join("/")}`);
+      assert.ok(
+        counts.every((n) => n >= 5),
+        `calls per replica ${counts.join("/")}`,
+      );
     } finally {
       client.close();
       await Promise.all(servers.map((s) => s.shutdown()));

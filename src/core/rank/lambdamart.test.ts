@@ -25,7 +25,8 @@ function groups(count: number, seed: number): RankGroup[] {
   });
 }
 
-const meanNdcg = (gs: readonly RankGroup[], scores: (g: RankGroup) => ArrayLike<number>) => gs.reduce((s, g) => s + ndcgAt(scores(g), g.labels, 10), 0) / gs.length;
+const meanNdcg = (gs: readonly RankGroup[], scores: (g: RankGroup) => ArrayLike<number>) =>
+  gs.reduce((s, g) => s + ndcgAt(scores(g), g.labels, 10), 0) / gs.length;
 
 test("learns a ranking that depends on the kind of query, and generalises to unseen queries", () => {
   const train = groups(200, 1);

@@ -170,7 +170,14 @@ function binFeatures(groups: readonly RankGroup[], featureCount: number, bins: n
 }
 
 /** LambdaRank gradients (as λ: positive pushes up) and Newton weights for every row, in place. */
-function lambdas(groups: readonly RankGroup[], scores: Float64Array, truncation: number, pairWeight: LambdaMartParams["pairWeight"], lambda: Float64Array, hess: Float64Array): void {
+function lambdas(
+  groups: readonly RankGroup[],
+  scores: Float64Array,
+  truncation: number,
+  pairWeight: LambdaMartParams["pairWeight"],
+  lambda: Float64Array,
+  hess: Float64Array,
+): void {
   lambda.fill(0);
   hess.fill(0);
   let base = 0;

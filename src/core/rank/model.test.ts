@@ -39,7 +39,10 @@ test("a model trained on other features is refused, naming the first difference"
   const good = JSON.parse(fileOf(1)) as { features: string[] };
   assert.doesNotThrow(() => loadRankerModel(good));
   const swapped = { ...good, features: [good.features[1], good.features[0], ...good.features.slice(2)] };
-  assert.throws(() => loadRankerModel(swapped, "m.json"), (e: unknown) => e instanceof RankerModelError && /m\.json: .*first difference at 0: model "q_idf_mean", core "q_terms"/.test(e.message));
+  assert.throws(
+    () => loadRankerModel(swapped, "m.json"),
+    (e: unknown) => e instanceof RankerModelError && /m\.json: .*first difference at 0: model "q_idf_mean", core "q_terms"/.test(e.message),
+  );
   const fewer = { ...good, features: good.features.slice(1) };
   assert.throws(() => loadRankerModel(fewer), /trained on \d+ features that are not the core's \d+/);
   assert.throws(() => loadRankerModel({ ...good, format: "other" }), /format is "other"/);
@@ -55,14 +58,20 @@ test("the two parts add up: a model's score is its linear score plus its trees'"
   const l = scoreRanker(linearOnly, rows);
   const t = scoreRows({ featureCount: FEATURE_COUNT, trees: doc.trees }, rows);
   for (let i = 0; i < s.length; i++) assert.ok(Math.abs(s[i]! - (l[i]! + t[i]!)) < 1e-9);
-  assert.ok(s.some((v, i) => v !== l[i]), "the trees change some score");
+  assert.ok(
+    s.some((v, i) => v !== l[i]),
+    "the trees change some score",
+  );
   const imp = both.importance.reduce((a, b) => a + b, 0);
   assert.ok(Math.abs(imp - 1) < 1e-9);
 });
 
 test("a linear part of the wrong length or scale is refused", () => {
   const doc = JSON.parse(fileOf(1)) as RankerModelFile;
-  assert.throws(() => loadRankerModel({ ...doc, linear: { ...doc.linear, weights: doc.linear.weights.slice(1) } }), /linear\.weights must be \d+ finite numbers/);
+  assert.throws(
+    () => loadRankerModel({ ...doc, linear: { ...doc.linear, weights: doc.linear.weights.slice(1) } }),
+    /linear\.weights must be \d+ finite numbers/,
+  );
   assert.throws(() => loadRankerModel({ ...doc, linear: { ...doc.linear, scale: doc.linear.scale.map(() => 0) } }), /linear\.scale must be positive/);
 });
 

@@ -148,7 +148,8 @@ export function loadRankerModel(doc: unknown, source = "ranker model"): RankerMo
   const features = Array.isArray(d.features) ? d.features : fail("features is not an array");
   const mismatch = FEATURES.length !== features.length ? -1 : FEATURES.findIndex((f, i) => features[i] !== f);
   if (FEATURES.length !== features.length || mismatch >= 0) {
-    const at = mismatch >= 0 ? ` (first difference at ${mismatch}: model ${JSON.stringify(features[mismatch])}, core ${JSON.stringify(FEATURES[mismatch])})` : "";
+    const at =
+      mismatch >= 0 ? ` (first difference at ${mismatch}: model ${JSON.stringify(features[mismatch])}, core ${JSON.stringify(FEATURES[mismatch])})` : "";
     fail(`trained on ${features.length} features that are not the core's ${FEATURES.length}${at}; retrain with \`npm run eval -- --tune\``);
   }
   const linear = d.linear ?? fail("linear is missing");

@@ -31,11 +31,7 @@ interface RerankBody {
   return_text: boolean;
   truncate: boolean;
 }
-type Behaviour =
-  | { status: number; body?: string; headers?: Record<string, string> }
-  | "hang"
-  | { delayMs: number }
-  | ((body: RerankBody) => unknown);
+type Behaviour = { status: number; body?: string; headers?: Record<string, string> } | "hang" | { delayMs: number } | ((body: RerankBody) => unknown);
 interface TeiServer {
   url: string;
   /** Batch sizes of every /rerank request, failed ones included. */
@@ -60,7 +56,8 @@ async function startTei(pathPrefix = "/"): Promise<TeiServer> {
     state.requests.push(body.texts.length);
     const next = state.script.shift();
     if (next === "hang") return; // never answers
-    const answer = () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(typeof next === "function" ? next(body) : teiAnswer(body)));
+    const answer = () =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(typeof next === "function" ? next(body) : teiAnswer(body)));
     if (next && typeof next === "object" && "delayMs" in next) return void setTimeout(answer, next.delayMs).unref();
     if (next && typeof next === "object") return res.writeHead(next.status, next.headers ?? {}).end(next.body ?? "");
     answer();
@@ -143,12 +140,18 @@ describe("HttpReranker", () => {
 
   test("retryable statuses give up after maxAttempts; the default policy retries 500 once", async () => {
     tei.script.push({ status: 502 }, { status: 502 }, { status: 502 });
-    await assert.rejects(reranker().score(QUERY, CANDIDATES, { signal: signal() }), (err: unknown) => err instanceof RerankServiceError && err.status === 502 && err.attempts === 3);
+    await assert.rejects(
+      reranker().score(QUERY, CANDIDATES, { signal: signal() }),
+      (err: unknown) => err instanceof RerankServiceError && err.status === 502 && err.attempts === 3,
+    );
     assert.deepEqual(tei.requests, [5, 5, 5]);
     tei.requests.length = 0;
     tei.script.push({ status: 500 }, { status: 500 });
     const withDefaults = new HttpReranker({ url: tei.url, timeoutMs: 2_000 });
-    await assert.rejects(withDefaults.score(QUERY, CANDIDATES, { signal: signal() }), (err: unknown) => err instanceof RerankServiceError && err.status === 500 && err.attempts === 2);
+    await assert.rejects(
+      withDefaults.score(QUERY, CANDIDATES, { signal: signal() }),
+      (err: unknown) => err instanceof RerankServiceError && err.status === 500 && err.attempts === 2,
+    );
     assert.deepEqual(tei.requests, [5, 5]);
   });
 
@@ -168,7 +171,12 @@ describe("HttpReranker", () => {
       tei.requests.length = 0;
       tei.script.push(behaviour);
       await assert.rejects(r.score(QUERY, CANDIDATES, { signal: signal() }), (err: unknown) => {
-        return err instanceof RerankServiceError && err.code === ErrorCode.ExternalService && /malformed response|not JSON/.test(err.message) && pattern.test(err.message);
+        return (
+          err instanceof RerankServiceError &&
+          err.code === ErrorCode.ExternalService &&
+          /malformed response|not JSON/.test(err.message) &&
+          pattern.test(err.message)
+        );
       });
       assert.deepEqual(tei.requests, [5]);
     }
@@ -275,18 +283,38 @@ describe("runRerankStage", () => {
   ];
 
   test("orders best first; ties keep the first-stage order", async () => {
-    const stage = await runRerankStage(fake(async () => [0.5, 0.9, 0.5]), "q", three, { timeoutMs: 1_000 });
+    const stage = await runRerankStage(
+      fake(async () => [0.5, 0.9, 0.5]),
+      "q",
+      three,
+      { timeoutMs: 1_000 },
+    );
     assert.deepEqual(stage.order, [1, 0, 2]);
     assert.ok(stage.ms >= 0);
-    const allEqual = await runRerankStage(fake(async () => [1, 1, 1]), "q", three, { timeoutMs: 1_000 });
+    const allEqual = await runRerankStage(
+      fake(async () => [1, 1, 1]),
+      "q",
+      three,
+      { timeoutMs: 1_000 },
+    );
     assert.deepEqual(allEqual.order, [0, 1, 2]);
-    const negative = await runRerankStage(fake(async () => [-3, -1, -2]), "q", three, { timeoutMs: 1_000 });
+    const negative = await runRerankStage(
+      fake(async () => [-3, -1, -2]),
+      "q",
+      three,
+      { timeoutMs: 1_000 },
+    );
     assert.deepEqual(negative.order, [1, 2, 0]);
   });
 
   test("an empty pool needs no scoring", async () => {
     let calls = 0;
-    const stage = await runRerankStage(fake(async () => (calls++, [])), "q", [], { timeoutMs: 1_000 });
+    const stage = await runRerankStage(
+      fake(async () => (calls++, [])),
+      "q",
+      [],
+      { timeoutMs: 1_000 },
+    );
     assert.deepEqual(stage.order, []);
     assert.equal(calls, 0);
   });
@@ -334,7 +362,12 @@ describe("runRerankStage", () => {
     const pre = new AbortController();
     pre.abort(new Error("client went away"));
     let calls = 0;
-    const before = await runRerankStage(fake(async () => (calls++, [1, 2, 3])), "q", three, { timeoutMs: 1_000, signal: pre.signal });
+    const before = await runRerankStage(
+      fake(async () => (calls++, [1, 2, 3])),
+      "q",
+      three,
+      { timeoutMs: 1_000, signal: pre.signal },
+    );
     assert.equal(before.order, null);
     assert.match(before.error ?? "", /aborted before start \(client went away\)/);
     assert.equal(calls, 0);
@@ -349,7 +382,12 @@ describe("runRerankStage", () => {
   });
 
   test("an invalid timeout is a fallback, not a throw", async () => {
-    const stage = await runRerankStage(fake(async () => [1, 2, 3]), "q", three, { timeoutMs: 0 });
+    const stage = await runRerankStage(
+      fake(async () => [1, 2, 3]),
+      "q",
+      three,
+      { timeoutMs: 0 },
+    );
     assert.equal(stage.order, null);
     assert.match(stage.error ?? "", /invalid timeoutMs/);
   });

@@ -111,7 +111,8 @@ export class HttpReranker implements Reranker {
     json.forEach((entry: unknown, k) => {
       if (entry === null || typeof entry !== "object") throw bad(`entry ${k} is not an object`);
       const { index, score } = entry as { index?: unknown; score?: unknown };
-      if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= expected) throw bad(`entry ${k} has index ${JSON.stringify(index)}, expected an integer in [0, ${expected})`);
+      if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= expected)
+        throw bad(`entry ${k} has index ${JSON.stringify(index)}, expected an integer in [0, ${expected})`);
       if (seen[index]) throw bad(`index ${index} appears more than once`);
       if (typeof score !== "number" || !Number.isFinite(score)) throw bad(`entry ${k} has a non-numeric score`);
       seen[index] = true;

@@ -46,7 +46,10 @@ export function createLocalReranker(weights: LocalRerankWeights = DEFAULT_LOCAL_
           bi = seen.size / qBigrams.size;
         }
         // The text starts with the repository name as words (see engine.rerankText).
-        const repoWords = c.id.slice(c.id.indexOf("/") + 1).replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+        const repoWords = c.id
+          .slice(c.id.indexOf("/") + 1)
+          .replace(/[^\p{L}\p{N}]+/gu, " ")
+          .trim();
         const nameHit = repoWords.length >= 3 && qLower.includes(` ${repoWords} `) ? 1 : 0;
         const prior = n > 1 ? 1 - i / (n - 1) : 1;
         return weights.prior * prior + weights.coverage * (qSet.size ? covered / qSet.size : 0) + weights.bigrams * bi + weights.name * nameHit;

@@ -10,7 +10,20 @@ import { rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, test } from "vitest";
 import { ConfigError, ReposearchError } from "../../common/errors.js";
-import { attrInt, bytes, modelProto, msg, node, referenceTokenizer, TempModelDirs, tensor, TYPE_FLOAT, TYPE_INT64, valueInfo, VOCAB } from "../../../test/support/onnx-testkit.js";
+import {
+  attrInt,
+  bytes,
+  modelProto,
+  msg,
+  node,
+  referenceTokenizer,
+  TempModelDirs,
+  tensor,
+  TYPE_FLOAT,
+  TYPE_INT64,
+  valueInfo,
+  VOCAB,
+} from "../../../test/support/onnx-testkit.js";
 import { createReranker } from "./factory.js";
 import { OnnxCrossEncoder } from "./onnx.js";
 import { runRerankStage, type RerankCandidate } from "./types.js";
@@ -49,13 +62,13 @@ function encodeModel(opts: ModelOptions = {}): Uint8Array {
     node("Gather", ["W", "input_ids"], ["g"], [attrInt("axis", 0)]),
     node("Cast", ["attention_mask"], ["mask"], [attrInt("to", TYPE_FLOAT)]),
     node("Mul", ["g", "mask"], ["gm"]),
-    ...(opts.types ? [node("Cast", ["token_type_ids"], ["seg"], [attrInt("to", TYPE_FLOAT)]), node("Mul", ["gm", "seg"], ["x"])] : [node("Identity", ["gm"], ["x"])]),
+    ...(opts.types
+      ? [node("Cast", ["token_type_ids"], ["seg"], [attrInt("to", TYPE_FLOAT)]), node("Mul", ["gm", "seg"], ["x"])]
+      : [node("Identity", ["gm"], ["x"])]),
     // ReduceSum takes its axes as an input from opset 13.
     node("ReduceSum", ["x", "axes"], ["pos"], [attrInt("keepdims", 1)]),
     node("Neg", ["pos"], ["neg"]),
-    labels === 1
-      ? node("Identity", ["pos"], [output])
-      : node("Concat", labels === 2 ? ["neg", "pos"] : ["neg", "pos", "pos"], [output], [attrInt("axis", 1)]),
+    labels === 1 ? node("Identity", ["pos"], [output]) : node("Concat", labels === 2 ? ["neg", "pos"] : ["neg", "pos", "pos"], [output], [attrInt("axis", 1)]),
   ];
   const graph = msg(
     ...nodes.map((n) => bytes(1, n)),
@@ -134,9 +147,15 @@ describe("OnnxCrossEncoder", () => {
     const plain = await OnnxCrossEncoder.load({ modelDir: plainDir });
     const binary = await OnnxCrossEncoder.load({ modelDir: modelDir({ types: true, labels: 2 }) });
     try {
-      assert.deepEqual(await plain.score(QUERY, CANDIDATES, { signal: signal() }), PASSAGE_COUNTS.map((c) => c + 2));
+      assert.deepEqual(
+        await plain.score(QUERY, CANDIDATES, { signal: signal() }),
+        PASSAGE_COUNTS.map((c) => c + 2),
+      );
       assert.equal(binary.logitMode, "logit-difference");
-      assert.deepEqual(await binary.score(QUERY, CANDIDATES, { signal: signal() }), PASSAGE_COUNTS.map((c) => 2 * c));
+      assert.deepEqual(
+        await binary.score(QUERY, CANDIDATES, { signal: signal() }),
+        PASSAGE_COUNTS.map((c) => 2 * c),
+      );
     } finally {
       await Promise.all([plain.close(), binary.close()]);
     }
@@ -166,7 +185,17 @@ describe("OnnxCrossEncoder", () => {
       assert.deepEqual(ids, [CLS, ...q, SEP, ...bare(long).slice(0, budget), SEP]);
       assert.equal(ids.length, 32);
       // The favoured tokens at the far end were cut: only the leading "rust" counts.
-      assert.deepEqual(await r.score(QUERY, [{ id: "long", text: long }, { id: "short", text: "rust compiler" }], { signal: signal() }), [1, 2]);
+      assert.deepEqual(
+        await r.score(
+          QUERY,
+          [
+            { id: "long", text: long },
+            { id: "short", text: "rust compiler" },
+          ],
+          { signal: signal() },
+        ),
+        [1, 2],
+      );
       // A very long query is cut too, but never below half of the room: the passage keeps its share.
       const longQuery = "rust ".repeat(100);
       const pair = r.tokenizePair(longQuery, "compiler ".repeat(100));

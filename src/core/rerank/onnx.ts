@@ -121,7 +121,11 @@ export class OnnxCrossEncoder implements Reranker {
       const output = session.outputNames.includes(LOGITS_OUTPUT) ? LOGITS_OUTPUT : session.outputNames.length === 1 ? session.outputNames[0]! : null;
       if (output === null) throw model.error(`model has no ${LOGITS_OUTPUT} output (outputs: ${session.outputNames.join(", ")})`);
 
-      const reranker = new OnnxCrossEncoder(session, tokenizer.tokenizer, template, padIdOf(tokenizer), inputs, output, { id: `onnx:${path.basename(model.dir)}`, maxTokens, batchSize });
+      const reranker = new OnnxCrossEncoder(session, tokenizer.tokenizer, template, padIdOf(tokenizer), inputs, output, {
+        id: `onnx:${path.basename(model.dir)}`,
+        maxTokens,
+        batchSize,
+      });
       let logits: Float32Array;
       try {
         [logits] = (await reranker.run([reranker.encodePair(reranker.tokenizeQuery("probe query"), "probe passage")])) as [Float32Array];
@@ -243,7 +247,8 @@ function pairTemplate(tokenizer: Tokenizer): PairTemplate {
   };
   const at = find(bareA, 0);
   const bt = at < 0 ? -1 : find(bareB, at + bareA.length);
-  if (at < 0 || bt < 0 || bareA.length === 0 || bareB.length === 0) throw new Error("cannot locate the two sequences in an encoded pair (unsupported pair template)");
+  if (at < 0 || bt < 0 || bareA.length === 0 || bareB.length === 0)
+    throw new Error("cannot locate the two sequences in an encoded pair (unsupported pair template)");
   const aEnd = at + bareA.length;
   const bEnd = bt + bareB.length;
   return {

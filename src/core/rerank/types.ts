@@ -76,7 +76,10 @@ export async function runRerankStage(
   // timer is cleared as soon as the stage ends, so it never outlives the stage.
   const deadlineController = new AbortController();
   const deadline = deadlineController.signal;
-  const timer = setTimeout(() => deadlineController.abort(new DOMException(`rerank stage timed out after ${opts.timeoutMs} ms`, "TimeoutError")), opts.timeoutMs);
+  const timer = setTimeout(
+    () => deadlineController.abort(new DOMException(`rerank stage timed out after ${opts.timeoutMs} ms`, "TimeoutError")),
+    opts.timeoutMs,
+  );
   const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {

@@ -18,14 +18,7 @@ import { fnv1a32 } from "../../common/hash.js";
 import { logger as rootLogger, type Logger } from "../../common/logger.js";
 import { generateKey, hashKey, KEY_PREFIX_RE, parseKey, principalOf, redactKeys } from "./keys.js";
 import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, StoreHealth } from "./types.js";
-import {
-  validateAccountName,
-  validateDebitMicros,
-  validateRequestId,
-  validateScopes,
-  validateStatus,
-  validateTopupMicros,
-} from "./validation.js";
+import { validateAccountName, validateDebitMicros, validateRequestId, validateScopes, validateStatus, validateTopupMicros } from "./validation.js";
 
 interface Migration {
   readonly version: number;
@@ -238,10 +231,10 @@ export class PostgresAccountStore implements AccountStore {
   async createAccount(name: string): Promise<Account> {
     validateAccountName(name);
     try {
-      const r = await this.pool.query<AccountRow>(
-        "INSERT INTO accounts (id, name) VALUES ($1, $2) RETURNING id, name, status, created_at",
-        [randomUUID(), name],
-      );
+      const r = await this.pool.query<AccountRow>("INSERT INTO accounts (id, name) VALUES ($1, $2) RETURNING id, name, status, created_at", [
+        randomUUID(),
+        name,
+      ]);
       return toAccount(r.rows[0]!);
     } catch (e) {
       if (pgCode(e) === UNIQUE_VIOLATION) throw new ReposearchError(ErrorCode.ValidationError, `account ${JSON.stringify(name)} already exists`);

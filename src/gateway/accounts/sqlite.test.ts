@@ -121,7 +121,10 @@ test("sqlite group commit: a batch whose transaction cannot start fails whole, a
   locker.exec("BEGIN IMMEDIATE");
   const outcomes = await Promise.allSettled([store.debit(a.id, 1_000, "x-1"), store.debit(a.id, 1_000, "x-2")]);
   locker.exec("ROLLBACK");
-  assert.deepEqual(outcomes.map((o) => o.status), ["rejected", "rejected"]);
+  assert.deepEqual(
+    outcomes.map((o) => o.status),
+    ["rejected", "rejected"],
+  );
   assert.match(String((outcomes[0] as PromiseRejectedResult).reason), /locked|busy/i);
   assert.equal(await store.balance("a"), 5 * MICROS_PER_USD);
   assert.deepEqual(await store.debit(a.id, 1_000, "x-1"), { ok: true, balanceMicros: 5 * MICROS_PER_USD - 1_000 });
@@ -195,8 +198,14 @@ test("sqlite concurrency across worker threads: exactly 5,000 of 5,400 debits su
           }),
       ),
     );
-    assert.equal(results.reduce((s, r) => s + r.ok, 0), 5_000);
-    assert.equal(results.reduce((s, r) => s + r.refused, 0), 400);
+    assert.equal(
+      results.reduce((s, r) => s + r.ok, 0),
+      5_000,
+    );
+    assert.equal(
+      results.reduce((s, r) => s + r.refused, 0),
+      400,
+    );
     // Every worker sees every shared id as charged; the account pays for each once.
     for (const r of results) assert.equal(r.sharedOk, 200);
     assert.equal(await store.balance(a.name), 0);

@@ -16,14 +16,7 @@ import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { TurnBatch } from "../../common/turn-batch.js";
 import { generateKey, hashKey, KEY_PREFIX_RE, parseKey, principalOf, redactKeys } from "./keys.js";
 import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, StoreHealth } from "./types.js";
-import {
-  validateAccountName,
-  validateDebitMicros,
-  validateRequestId,
-  validateScopes,
-  validateStatus,
-  validateTopupMicros,
-} from "./validation.js";
+import { validateAccountName, validateDebitMicros, validateRequestId, validateScopes, validateStatus, validateTopupMicros } from "./validation.js";
 
 interface Migration {
   readonly version: number;
@@ -340,12 +333,8 @@ function prepare(db: Database.Database) {
     balanceById: db.prepare("SELECT balance_micros FROM accounts WHERE id = ?").pluck(),
     creditByName: db.prepare("UPDATE accounts SET balance_micros = balance_micros + ? WHERE name = ? RETURNING id, balance_micros"),
     creditById: db.prepare("UPDATE accounts SET balance_micros = balance_micros + ? WHERE id = ?"),
-    conditionalDebit: db.prepare(
-      "UPDATE accounts SET balance_micros = balance_micros - ? WHERE id = ? AND balance_micros >= ? RETURNING balance_micros",
-    ),
-    insertLedger: db.prepare(
-      "INSERT INTO ledger (account_id, kind, amount_micros, request_id, reference, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-    ),
+    conditionalDebit: db.prepare("UPDATE accounts SET balance_micros = balance_micros - ? WHERE id = ? AND balance_micros >= ? RETURNING balance_micros"),
+    insertLedger: db.prepare("INSERT INTO ledger (account_id, kind, amount_micros, request_id, reference, created_at) VALUES (?, ?, ?, ?, ?, ?)"),
     debitByRequest: db.prepare("SELECT account_id, amount_micros FROM ledger WHERE request_id = ? AND kind = 'debit'"),
     refundByRequest: db.prepare("SELECT 1 FROM ledger WHERE request_id = ? AND kind = 'refund'"),
     insertKey: db.prepare("INSERT INTO api_keys (id, account_id, prefix, key_hash, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?)"),

@@ -37,8 +37,7 @@ export interface CreatedKey {
 }
 
 export type DebitOutcome =
-  | { readonly ok: true; readonly balanceMicros: number }
-  | { readonly ok: false; readonly reason: "insufficient_credits"; readonly balanceMicros: number };
+  { readonly ok: true; readonly balanceMicros: number } | { readonly ok: false; readonly reason: "insufficient_credits"; readonly balanceMicros: number };
 
 export interface StoreHealth {
   readonly status: "up" | "down";

@@ -31,7 +31,8 @@ export function validateAccountName(name: string): string {
 }
 
 export function validateStatus(status: string): AccountStatus {
-  if (status !== "active" && status !== "suspended") throw invalid(`invalid account status ${JSON.stringify(status)}: use active or suspended`, "status", "enum");
+  if (status !== "active" && status !== "suspended")
+    throw invalid(`invalid account status ${JSON.stringify(status)}: use active or suspended`, "status", "enum");
   return status;
 }
 

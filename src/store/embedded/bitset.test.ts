@@ -43,7 +43,10 @@ describe("Bitset", () => {
       assert.equal(Bitset.full(size).count(), size);
       assert.equal(new Bitset(size).not().count(), size);
       assert.equal(Bitset.full(size).not().count(), 0);
-      assert.deepEqual(members(Bitset.full(size)), Array.from({ length: size }, (_, i) => i));
+      assert.deepEqual(
+        members(Bitset.full(size)),
+        Array.from({ length: size }, (_, i) => i),
+      );
     }
   });
 
@@ -56,15 +59,33 @@ describe("Bitset", () => {
         const A = Bitset.fromIndices(size, a);
         const B = Bitset.fromIndices(size, b);
         const all = Array.from({ length: size }, (_, i) => i);
-        assert.deepEqual(members(A.clone().and(B)), all.filter((i) => a.has(i) && b.has(i)));
-        assert.deepEqual(members(A.clone().or(B)), all.filter((i) => a.has(i) || b.has(i)));
-        assert.deepEqual(members(A.clone().andNot(B)), all.filter((i) => a.has(i) && !b.has(i)));
-        assert.deepEqual(members(A.clone().not()), all.filter((i) => !a.has(i)));
+        assert.deepEqual(
+          members(A.clone().and(B)),
+          all.filter((i) => a.has(i) && b.has(i)),
+        );
+        assert.deepEqual(
+          members(A.clone().or(B)),
+          all.filter((i) => a.has(i) || b.has(i)),
+        );
+        assert.deepEqual(
+          members(A.clone().andNot(B)),
+          all.filter((i) => a.has(i) && !b.has(i)),
+        );
+        assert.deepEqual(
+          members(A.clone().not()),
+          all.filter((i) => !a.has(i)),
+        );
         assert.equal(A.count(), a.size);
-        assert.deepEqual(Array.from(A.toArray()), [...a].sort((x, y) => x - y));
+        assert.deepEqual(
+          Array.from(A.toArray()),
+          [...a].sort((x, y) => x - y),
+        );
         const rows = new Int32Array(a.size + 1).fill(-1);
         assert.equal(A.writeRows(rows), a.size);
-        assert.deepEqual(Array.from(rows.subarray(0, a.size)), [...a].sort((x, y) => x - y));
+        assert.deepEqual(
+          Array.from(rows.subarray(0, a.size)),
+          [...a].sort((x, y) => x - y),
+        );
         assert.equal(rows[a.size], -1, "nothing written past the set rows");
       }
     }
@@ -81,10 +102,20 @@ describe("Bitset", () => {
   });
 
   it("setRange covers partial and whole words", () => {
-    for (const [from, to] of [[0, 0], [3, 9], [0, 32], [5, 70], [31, 33], [64, 130]] as const) {
+    for (const [from, to] of [
+      [0, 0],
+      [3, 9],
+      [0, 32],
+      [5, 70],
+      [31, 33],
+      [64, 130],
+    ] as const) {
       const b = new Bitset(130);
       b.setRange(from, to);
-      assert.deepEqual(members(b), Array.from({ length: to - from }, (_, i) => from + i));
+      assert.deepEqual(
+        members(b),
+        Array.from({ length: to - from }, (_, i) => from + i),
+      );
     }
     assert.throws(() => new Bitset(10).setRange(5, 11), RangeError);
   });

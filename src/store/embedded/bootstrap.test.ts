@@ -47,7 +47,13 @@ describe("BootstrapStore", () => {
 
 describe("FallbackStore", () => {
   it("serves the fallback until the real store publishes, then the real store for good", async () => {
-    const primary = await EmbeddedStore.open({ dataDir: path.join(dir, "data"), hnsw: { m: 8, efConstruction: 32 }, efSearch: 32, fullScanThreshold: 1000, keepVersions: 2 });
+    const primary = await EmbeddedStore.open({
+      dataDir: path.join(dir, "data"),
+      hnsw: { m: 8, efConstruction: 32 },
+      efSearch: 32,
+      fullScanThreshold: 1000,
+      keepVersions: 2,
+    });
     let switched = 0;
     const f = new FallbackStore(primary, await BootstrapStore.build(dataset), () => switched++);
     assert.equal((await f.info()).version, BOOTSTRAP_VERSION);

@@ -16,7 +16,20 @@ import { PayloadIndex } from "./payload-index.js";
 import type { Filter } from "../filter.js";
 import { explainRows } from "./explain.js";
 import { Bitset } from "./bitset.js";
-import { appendPopular, checkPopular, withCondition, type DenseQuery, type Explanation, type ExplainQuery, type LexicalQuery, type PointId, type ScoredPoint, type StoreInfo, type StoreWriter, type VectorStore } from "../types.js";
+import {
+  appendPopular,
+  checkPopular,
+  withCondition,
+  type DenseQuery,
+  type Explanation,
+  type ExplainQuery,
+  type LexicalQuery,
+  type PointId,
+  type ScoredPoint,
+  type StoreInfo,
+  type StoreWriter,
+  type VectorStore,
+} from "../types.js";
 
 export const BOOTSTRAP_VERSION = "bootstrap";
 
@@ -68,7 +81,8 @@ export class BootstrapStore implements VectorStore {
     const allow = this.payloadIndex.evaluate(q.filter);
     const popular = q.popular ? checkPopular(q.popular) : null;
     if (!this.lexical || (q.limit <= 0 && !popular) || q.text.trim() === "") return [];
-    const toScored = (hits: readonly { idx: number; score: number }[]) => hits.map((h) => ({ id: this.ids[h.idx]!, score: h.score, payload: this.payloads[h.idx]! }));
+    const toScored = (hits: readonly { idx: number; score: number }[]) =>
+      hits.map((h) => ({ id: this.ids[h.idx]!, score: h.score, payload: this.payloads[h.idx]! }));
     if (!popular) return toScored(this.lexical.search(q.text, q.limit, allow));
     const also = this.payloadIndex.evaluate(withCondition(q.filter, { key: "stars", range: { gte: popular.minStars } })) ?? Bitset.full(this.ids.length);
     const res = this.lexical.searchWithAlso(q.text, Math.max(0, q.limit), allow, also, popular.limit);

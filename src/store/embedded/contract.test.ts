@@ -13,7 +13,14 @@ storeContract(
   async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), "rs-contract-"));
     // fullScanThreshold below the fixture's size, so unfiltered searches walk the HNSW graph.
-    const store = await EmbeddedStore.open({ dataDir, hnsw: { m: 8, efConstruction: 32 }, efSearch: 32, fullScanThreshold: 20, keepVersions: 2, lockPollIntervalMs: 5 });
+    const store = await EmbeddedStore.open({
+      dataDir,
+      hnsw: { m: 8, efConstruction: 32 },
+      efSearch: 32,
+      fullScanThreshold: 20,
+      keepVersions: 2,
+      lockPollIntervalMs: 5,
+    });
     return {
       store,
       async dispose() {

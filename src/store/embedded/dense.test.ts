@@ -78,14 +78,27 @@ describe("exactSearch", () => {
     const allow = new Bitset(N);
     for (let r = 0; r < N; r++) if (rnd() < 0.1) allow.set(r);
     for (let i = 0; i < 20; i++) {
-      assertSameRanking(exactSearch(DATA, queryAt(i), 10, null), reference(queryAt(i), 10, () => true), `q${i}`);
-      assertSameRanking(exactSearch(DATA, queryAt(i), 10, allow), reference(queryAt(i), 10, (r) => allow.has(r)), `q${i} filtered`);
+      assertSameRanking(
+        exactSearch(DATA, queryAt(i), 10, null),
+        reference(queryAt(i), 10, () => true),
+        `q${i}`,
+      );
+      assertSameRanking(
+        exactSearch(DATA, queryAt(i), 10, allow),
+        reference(queryAt(i), 10, (r) => allow.has(r)),
+        `q${i} filtered`,
+      );
     }
   });
 
   it("returns fewer than k when fewer rows are allowed, and nothing for k = 0", () => {
     const allow = Bitset.fromIndices(N, [5, 77, 2999]);
-    assert.deepEqual(exactSearch(DATA, queryAt(0), 10, allow).map((h) => h.idx).sort((a, b) => a - b), [5, 77, 2999]);
+    assert.deepEqual(
+      exactSearch(DATA, queryAt(0), 10, allow)
+        .map((h) => h.idx)
+        .sort((a, b) => a - b),
+      [5, 77, 2999],
+    );
     assert.deepEqual(exactSearch(DATA, queryAt(0), 0, null), []);
     assert.deepEqual(exactSearch(DATA, queryAt(0), 10, new Bitset(N)), []);
   });
@@ -358,7 +371,13 @@ describe("payload subgraphs (per-value graphs of category and language)", () => 
     return { ...p, category: cats[best]! };
   });
   const index = PayloadIndex.build(IDS, payloads as unknown as RepoPayload[]);
-  const subs = buildSubgraphs(payloads as unknown as RepoPayload[], VECTORS, DIMS, { m: 12, efConstruction: 80, seed: 3 }, { fields: SUBGRAPH_FIELDS, minRows: 100 });
+  const subs = buildSubgraphs(
+    payloads as unknown as RepoPayload[],
+    VECTORS,
+    DIMS,
+    { m: 12, efConstruction: 80, seed: 3 },
+    { fields: SUBGRAPH_FIELDS, minRows: 100 },
+  );
   const data: DenseData = { ...DATA, subgraphs: materializeSubgraphs(subs, VECTORS, DIMS, N) };
   const opts = { k: 10, ef: 16, fullScanThreshold: 100 };
 
@@ -366,7 +385,10 @@ describe("payload subgraphs (per-value graphs of category and language)", () => 
     assert.ok(subs.some((s) => s.field === "category") && subs.some((s) => s.field === "languageLc"));
     for (const s of subs) assert.ok(s.rows.length >= 100 && s.graph.count === s.rows.length);
     const back = deserializeSubgraphs(serializeSubgraphs(subs), N, DIMS);
-    assert.deepEqual(back.map((s) => [s.field, s.value, Array.from(s.rows)]), subs.map((s) => [s.field, s.value, Array.from(s.rows)]));
+    assert.deepEqual(
+      back.map((s) => [s.field, s.value, Array.from(s.rows)]),
+      subs.map((s) => [s.field, s.value, Array.from(s.rows)]),
+    );
     assert.deepEqual(back[0]!.graph.serialize(), subs[0]!.graph.serialize());
     const bytes = serializeSubgraphs(subs);
     assert.throws(() => deserializeSubgraphs(bytes.subarray(0, bytes.length - 8), N, DIMS), /subgraphs: /);
@@ -404,14 +426,24 @@ describe("payload subgraphs (per-value graphs of category and language)", () => 
     const stars = index.evaluate({ must: [{ key: "stars", range: { gte: 10 } }] });
     assert.ok(stars !== null && coverOf(data, stars) === null, "a stars range spans every category and language");
     // Nearly all rows of one category plus a few stragglers: the stragglers are scanned exactly.
-    const some = index.evaluate({ should: [{ key: "category", match: { value: "library" } }, { key: "key", match: { any: PAYLOADS.slice(0, 5).map((p) => String(p.key)) } }] });
+    const some = index.evaluate({
+      should: [
+        { key: "category", match: { value: "library" } },
+        { key: "key", match: { any: PAYLOADS.slice(0, 5).map((p) => String(p.key)) } },
+      ],
+    });
     assert.ok(some !== null);
     const cover = coverOf(data, some);
     if (cover !== null) {
       const q = queryAt(3);
       const got = denseSearch(data, q, some, { ...opts, fullScanThreshold: 0 });
       for (const h of got) assert.ok(some.has(h.idx));
-      assert.ok(recallOf(got, reference(q, 10, (r) => some.has(r))) >= 0.9);
+      assert.ok(
+        recallOf(
+          got,
+          reference(q, 10, (r) => some.has(r)),
+        ) >= 0.9,
+      );
     }
     const rnd2 = seededRandom(44);
     for (let t = 0; t < 60; t++) {

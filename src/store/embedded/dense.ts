@@ -147,7 +147,8 @@ export function planDense(data: DenseData, allowCount: number | null, opts: Dens
   // seen). A filtered walk then circles among them; an unfiltered search for k + excluded rows, with the
   // excluded ones dropped afterwards, finds the true top k of the rest.
   const excluded = data.count - rows;
-  if (excluded <= SMALL_EXCLUSION) return { kind: "hnsw-postfilter", k: opts.k + excluded, ef: Math.min(MAX_FILTERED_EF, base + POSTFILTER_EF_PER_ROW * (opts.k + excluded)), selectivity };
+  if (excluded <= SMALL_EXCLUSION)
+    return { kind: "hnsw-postfilter", k: opts.k + excluded, ef: Math.min(MAX_FILTERED_EF, base + POSTFILTER_EF_PER_ROW * (opts.k + excluded)), selectivity };
   const twoHop = selectivity < TWO_HOP_BELOW_SELECTIVITY;
   const walkBase = selectivity < SCALED_EF_BELOW_SELECTIVITY ? Math.max(opts.k, Math.round(base * FILTERED_EF_FACTOR)) : base;
   const ef = twoHop ? Math.min(MAX_FILTERED_EF, Math.ceil(walkBase * TWO_HOP_EF_FACTOR)) : filteredEf(walkBase, selectivity);
@@ -187,7 +188,8 @@ export function denseSearch(data: DenseData, query: Float32Array, allow: Bitset 
     case "hnsw":
       return data.graph!.search(data.vectors, data.dims, query, opts.k, plan.ef, allow, plan.twoHop, quantized.get(data.vectors) ?? null);
     case "hnsw-postfilter":
-      return data.graph!.search(data.vectors, data.dims, query, plan.k, plan.ef, null, false, quantized.get(data.vectors) ?? null)
+      return data
+        .graph!.search(data.vectors, data.dims, query, plan.k, plan.ef, null, false, quantized.get(data.vectors) ?? null)
         .filter((h) => allow!.has(h.idx))
         .slice(0, opts.k);
   }

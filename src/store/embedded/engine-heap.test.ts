@@ -14,7 +14,11 @@ test("MinHeap as a bounded top-k: the k best by score, ties to the lower id, dra
     const heap = new MinHeap(2);
     for (const { id, score } of order) heap.offer(id, score, k);
     const expected = [...items].sort((a, b) => b.score - a.score || a.id - b.id).slice(0, k);
-    assert.deepEqual(heap.drainHits(), expected.map(({ id, score }) => ({ idx: id, score })), `trial ${trial}`);
+    assert.deepEqual(
+      heap.drainHits(),
+      expected.map(({ id, score }) => ({ idx: id, score })),
+      `trial ${trial}`,
+    );
     assert.equal(heap.size, 0);
   }
 });

@@ -64,7 +64,6 @@ export interface BuildState {
   readonly planSims: Float32Array;
 }
 
-
 export function createBuildState(vectors: Float32Array, dims: number, count: number, o: BuildOptions): BuildState {
   type Ctor<T> = new (buf: ArrayBuffer | SharedArrayBuffer) => T;
   const alloc = <T>(C: Ctor<T> & { BYTES_PER_ELEMENT: number }, n: number): T =>
@@ -276,15 +275,7 @@ export class InsertPlanner {
    * closer to the base than to every neighbour kept so far, which spreads links across directions.
    * Fewer candidates than the budget are all kept, as hnswlib does. Writes out[at ..]; returns the count.
    */
-  private selectNeighbors(
-    ids: Int32Array,
-    sims: Float32Array,
-    n: number,
-    budget: number,
-    outIds: Int32Array,
-    outSims: Float32Array,
-    at: number,
-  ): number {
+  private selectNeighbors(ids: Int32Array, sims: Float32Array, n: number, budget: number, outIds: Int32Array, outSims: Float32Array, at: number): number {
     if (n <= budget) {
       for (let i = 0; i < n; i++) {
         outIds[at + i] = ids[i]!;
@@ -316,7 +307,11 @@ export class InsertPlanner {
       for (let i = 0; i < n && kept < budget; i++) {
         const c = ids[i]!;
         let already = false;
-        for (let r = 0; r < kept; r++) if (outIds[at + r] === c) { already = true; break; }
+        for (let r = 0; r < kept; r++)
+          if (outIds[at + r] === c) {
+            already = true;
+            break;
+          }
         if (already) continue;
         outIds[at + kept] = c;
         outSims[at + kept] = sims[i]!;

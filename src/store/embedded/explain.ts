@@ -24,7 +24,10 @@ export function explainRows(src: ExplainSource, q: ExplainQuery): Explanation {
   const coverage = new Float32Array(n);
   let terms: Explanation["terms"] = [];
   if (src.lexical) {
-    const ex = src.lexical.explain(q.text, held.map((i) => rows[i]!));
+    const ex = src.lexical.explain(
+      q.text,
+      held.map((i) => rows[i]!),
+    );
     held.forEach((i, k) => {
       fields.set(ex.fields.subarray(k * F, (k + 1) * F), i * F);
       coverage[i] = ex.coverage[k]!;

@@ -151,9 +151,7 @@ function compileField(c: Record<string, unknown>, path: string, problems: ErrorD
   const match = c.match === undefined || c.match === null ? undefined : compileMatch(c.match, `${path}.match`, problems);
   const range = c.range === undefined || c.range === null ? undefined : compileRange(c.range, `${path}.range`, problems, "number");
   const datetimeRange =
-    c.datetime_range === undefined || c.datetime_range === null
-      ? undefined
-      : compileRange(c.datetime_range, `${path}.datetime_range`, problems, "datetime");
+    c.datetime_range === undefined || c.datetime_range === null ? undefined : compileRange(c.datetime_range, `${path}.datetime_range`, problems, "datetime");
   const given = (k: string) => c[k] !== undefined && c[k] !== null;
   if (!given("match") && !given("range") && !given("datetime_range")) {
     problems.push({ path, rule: "condition", message: "a field condition needs match, range or datetime_range" });
@@ -230,10 +228,5 @@ function compileRange(r: unknown, path: string, problems: ErrorDetail[], type: "
 
 /** Whether a number satisfies every bound of the range. */
 export function inRange(r: CRange, v: number): boolean {
-  return (
-    (r.gt === undefined || v > r.gt) &&
-    (r.gte === undefined || v >= r.gte) &&
-    (r.lt === undefined || v < r.lt) &&
-    (r.lte === undefined || v <= r.lte)
-  );
+  return (r.gt === undefined || v > r.gt) && (r.gte === undefined || v >= r.gte) && (r.lt === undefined || v < r.lt) && (r.lte === undefined || v <= r.lte);
 }

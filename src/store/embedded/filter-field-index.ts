@@ -28,9 +28,7 @@ export interface FieldIndex {
 const hasOwn = Object.prototype.hasOwnProperty;
 
 function valueOf(payload: unknown, key: string): unknown {
-  return typeof payload === "object" && payload !== null && hasOwn.call(payload, key)
-    ? (payload as Record<string, unknown>)[key]
-    : undefined;
+  return typeof payload === "object" && payload !== null && hasOwn.call(payload, key) ? (payload as Record<string, unknown>)[key] : undefined;
 }
 
 /** Sets the rows rows[from..to) (any order) in a fresh or given bitset. */

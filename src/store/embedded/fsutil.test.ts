@@ -29,13 +29,23 @@ describe("writeFileAtomic", () => {
     await writeFileAtomic(f, "one");
     await writeFileAtomic(f, ["t", Buffer.from("wo")]);
     assert.equal(await readFile(f, "utf8"), "two");
-    assert.deepEqual((await readdir(dir)).filter((n) => n.startsWith("atomic")), ["atomic.json"]);
+    assert.deepEqual(
+      (await readdir(dir)).filter((n) => n.startsWith("atomic")),
+      ["atomic.json"],
+    );
   });
 
   it("writeFileDurable refuses to overwrite and reports bytes and parts", async () => {
     const f = path.join(dir, "durable.bin");
     const seen: number[] = [];
-    const bytes = await writeFileDurable(f, (function* () { yield "ab"; yield new Uint8Array([1, 2, 3]); })(), (b) => seen.push(b.byteLength));
+    const bytes = await writeFileDurable(
+      f,
+      (function* () {
+        yield "ab";
+        yield new Uint8Array([1, 2, 3]);
+      })(),
+      (b) => seen.push(b.byteLength),
+    );
     assert.equal(bytes, 5);
     assert.deepEqual(seen, [2, 3]);
     await assert.rejects(writeFileDurable(f, "x"), { code: "EEXIST" });

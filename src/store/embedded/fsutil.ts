@@ -45,11 +45,7 @@ export async function fsyncDir(dir: string): Promise<void> {
  * sees every piece as written (for checksums). The caller makes the directory entry durable
  * (fsyncDir or a rename of the parent).
  */
-export async function writeFileDurable(
-  file: string,
-  parts: FileData | Iterable<FileData>,
-  onPart?: (buf: Uint8Array) => void,
-): Promise<number> {
+export async function writeFileDurable(file: string, parts: FileData | Iterable<FileData>, onPart?: (buf: Uint8Array) => void): Promise<number> {
   const fh = await open(file, "wx");
   let bytes = 0;
   try {
@@ -189,10 +185,7 @@ export class FileLock {
         continue;
       }
       if (Date.now() >= deadline) {
-        throw new ReposearchError(
-          ErrorCode.Unavailable,
-          `timed out after ${opts.timeoutMs} ms waiting for lock ${file} (held by ${describe(holder)})`,
-        );
+        throw new ReposearchError(ErrorCode.Unavailable, `timed out after ${opts.timeoutMs} ms waiting for lock ${file} (held by ${describe(holder)})`);
       }
       if (!warned) {
         log.info("waiting for lock", { file, holder });

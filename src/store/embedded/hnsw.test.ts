@@ -121,12 +121,18 @@ describe("HnswGraph", () => {
       for (let i = 0; i < 30; i++) {
         const hits = GRAPH.search(VECTORS, DIMS, queryAt(i), 10, 64, allow);
         for (const h of hits) assert.ok(allow.has(h.idx), "only allowed rows");
-        sum += recall(hits, bruteForce(queryAt(i), 10, (r) => allow.has(r)));
+        sum += recall(
+          hits,
+          bruteForce(queryAt(i), 10, (r) => allow.has(r)),
+        );
       }
       assert.ok(sum / 30 >= 0.97, `density ${density}: recall ${sum / 30}`);
     }
     const one = Bitset.fromIndices(N, [1234]);
-    assert.deepEqual(GRAPH.search(VECTORS, DIMS, queryAt(0), 10, 16, one).map((h) => h.idx), [1234]);
+    assert.deepEqual(
+      GRAPH.search(VECTORS, DIMS, queryAt(0), 10, 16, one).map((h) => h.idx),
+      [1234],
+    );
     assert.deepEqual(GRAPH.search(VECTORS, DIMS, queryAt(0), 10, 16, new Bitset(N)), []);
   });
 
@@ -137,7 +143,10 @@ describe("HnswGraph", () => {
     const shifted = new Uint8Array(bytes.length + 1);
     shifted.set(bytes, 1);
     const unaligned = HnswGraph.deserialize(shifted.subarray(1));
-    const allow = Bitset.fromIndices(N, Array.from({ length: N / 2 }, (_, i) => i * 2));
+    const allow = Bitset.fromIndices(
+      N,
+      Array.from({ length: N / 2 }, (_, i) => i * 2),
+    );
     for (let i = 0; i < 40; i++) {
       const q = queryAt(i);
       const expected = GRAPH.search(VECTORS, DIMS, q, 10, 32, i % 2 === 0 ? null : allow);
@@ -169,7 +178,10 @@ describe("HnswGraph", () => {
     assert.deepEqual(empty.search(new Float32Array(0), DIMS, queryAt(0), 5, 16, null), []);
     assert.deepEqual(HnswGraph.deserialize(empty.serialize()).search(new Float32Array(0), DIMS, queryAt(0), 5, 16, null), []);
     const one = HnswGraph.build(VECTORS, DIMS, 1, { m: 8, efConstruction: 16 });
-    assert.deepEqual(one.search(VECTORS, DIMS, queryAt(0), 5, 16, null).map((h) => h.idx), [0]);
+    assert.deepEqual(
+      one.search(VECTORS, DIMS, queryAt(0), 5, 16, null).map((h) => h.idx),
+      [0],
+    );
   });
 
   it("validates parameters and inputs", () => {

@@ -117,13 +117,7 @@ export class HnswGraph {
     this.upperLinks = g.upperLinks;
   }
 
-  static build(
-    vectors: Float32Array,
-    dims: number,
-    count: number,
-    params: HnswParams,
-    onProgress?: (done: number, total: number) => void,
-  ): HnswGraph {
+  static build(vectors: Float32Array, dims: number, count: number, params: HnswParams, onProgress?: (done: number, total: number) => void): HnswGraph {
     validateBuild(vectors, dims, count, params);
     const threads = params.threads ?? (count >= PARALLEL_MIN_ROWS ? Math.min(4, availableParallelism()) : 1);
     let parallel = threads > 1 && count > SEQUENTIAL_PREFIX;
@@ -140,7 +134,7 @@ export class HnswGraph {
     let maxLevel = 0;
     let reported = 0;
     try {
-      for (let start = 0; start < count; ) {
+      for (let start = 0; start < count;) {
         const end = batchEnd(start, count);
         if (parallel && pool === null && end - start > 1) {
           pool = PlanPool.start(state, threads);

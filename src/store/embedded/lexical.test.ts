@@ -47,7 +47,10 @@ test("BM25F scores match hand-computed values", () => {
   const rocket0 = (3 * 1) / (1 - 0.5 + (0.5 * 1) / avgRepo) + 1 / (1 - 0.75 + (0.75 * 3) / avgDesc);
   const rocket1 = (2 * 1) / (1 - 0.5 + (0.5 * 1) / 1);
   const hits = index.search("rocket", 10, null);
-  assert.deepEqual(hits.map((h) => h.idx), [0, 1]);
+  assert.deepEqual(
+    hits.map((h) => h.idx),
+    [0, 1],
+  );
   assert.ok(Math.abs(hits[0]!.score - bm25(rocket0)) < 1e-5, `${hits[0]!.score} vs ${bm25(rocket0)}`);
   assert.ok(Math.abs(hits[1]!.score - bm25(rocket1)) < 1e-5, `${hits[1]!.score} vs ${bm25(rocket1)}`);
 
@@ -57,14 +60,20 @@ test("BM25F scores match hand-computed values", () => {
   const both = index.search("Rocket engines", 10, null);
   const expected = [bm25(rocket0) + bm25(engine0), bm25(rocket1) + bm25(engine1)];
   const order = expected[0]! > expected[1]! ? [0, 1] : [1, 0];
-  assert.deepEqual(both.map((h) => h.idx), order);
+  assert.deepEqual(
+    both.map((h) => h.idx),
+    order,
+  );
   for (const h of both) assert.ok(Math.abs(h.score - expected[h.idx]!) < 1e-5, `row ${h.idx}: ${h.score} vs ${expected[h.idx]}`);
 
   // A query term repeated counts twice; unknown terms add nothing.
   const twice = index.search("garden garden zzzunknown", 10, null);
   const idfGarden = Math.log(1 + (3 - 1 + 0.5) / (1 + 0.5));
   const tfGarden = 1 / (1 - 0.75 + (0.75 * 3) / avgDesc);
-  assert.deepEqual(twice.map((h) => h.idx), [2]);
+  assert.deepEqual(
+    twice.map((h) => h.idx),
+    [2],
+  );
   assert.ok(Math.abs(twice[0]!.score - (2 * idfGarden * tfGarden * 2.2) / (1.2 + tfGarden)) < 1e-5);
   assert.equal(index.docFreq("engin"), 2);
   assert.equal(index.docFreq("engine"), 0); // terms are stored analysed
@@ -74,24 +83,50 @@ test("field weights change the order as expected", () => {
   const docs = [doc("x/parser", "a small library"), doc("y/toolkit", "a parser for config files")];
   const nameHeavy = params(1.2, { repo: { weight: 3, b: 0.5 }, description: { weight: 1, b: 0.75 } });
   const descHeavy = params(1.2, { repo: { weight: 0.2, b: 0.5 }, description: { weight: 3, b: 0.75 } });
-  assert.deepEqual(LexicalIndex.build(docs, nameHeavy).search("parser", 10, null).map((h) => h.idx), [0, 1]);
-  assert.deepEqual(LexicalIndex.build(docs, descHeavy).search("parser", 10, null).map((h) => h.idx), [1, 0]);
+  assert.deepEqual(
+    LexicalIndex.build(docs, nameHeavy)
+      .search("parser", 10, null)
+      .map((h) => h.idx),
+    [0, 1],
+  );
+  assert.deepEqual(
+    LexicalIndex.build(docs, descHeavy)
+      .search("parser", 10, null)
+      .map((h) => h.idx),
+    [1, 0],
+  );
   // A field weighted 0 contributes nothing: the name-only match disappears.
   const noRepo = params(1.2, { owner: { weight: 0, b: 0 }, repo: { weight: 0, b: 0.5 } });
-  assert.deepEqual(LexicalIndex.build(docs, noRepo).search("parser", 10, null).map((h) => h.idx), [1]);
+  assert.deepEqual(
+    LexicalIndex.build(docs, noRepo)
+      .search("parser", 10, null)
+      .map((h) => h.idx),
+    [1],
+  );
   // The defaults rank a name match above a description match.
-  assert.deepEqual(LexicalIndex.build(docs).search("parser", 10, null).map((h) => h.idx), [0, 1]);
+  assert.deepEqual(
+    LexicalIndex.build(docs)
+      .search("parser", 10, null)
+      .map((h) => h.idx),
+    [0, 1],
+  );
 });
 
 test("longer fields are normalised down (b)", () => {
   const docs = [doc("a/one", "graph tools"), doc("b/two", "graph tools and many other unrelated words about nothing in particular")];
   const hits = LexicalIndex.build(docs).search("graph", 10, null);
-  assert.deepEqual(hits.map((h) => h.idx), [0, 1]);
+  assert.deepEqual(
+    hits.map((h) => h.idx),
+    [0, 1],
+  );
   assert.ok(hits[0]!.score > hits[1]!.score);
   const flat = params(1.2, { description: { weight: 1, b: 0 } });
   const same = LexicalIndex.build(docs, flat).search("graph", 10, null);
   assert.equal(same[0]!.score, same[1]!.score);
-  assert.deepEqual(same.map((h) => h.idx), [0, 1]); // ties: lower row first
+  assert.deepEqual(
+    same.map((h) => h.idx),
+    [0, 1],
+  ); // ties: lower row first
 });
 
 /** A deterministic corpus with varied term frequencies, for top-k and filter checks. */
@@ -141,7 +176,10 @@ test("the filter bitset is respected and does not change scores", () => {
     assert.ok(allowed.includes(h.idx), `row ${h.idx} is not allowed`);
     assert.equal(h.score, full.get(h.idx));
   }
-  assert.deepEqual(hits.map((h) => h.idx).sort((a, b) => a - b), allowed.filter((r) => full.has(r)));
+  assert.deepEqual(
+    hits.map((h) => h.idx).sort((a, b) => a - b),
+    allowed.filter((r) => full.has(r)),
+  );
   assert.deepEqual(index.search("charlie echo", 10, new Bitset(docs.length)), []);
   assert.throws(() => index.search("charlie", 10, new Bitset(docs.length + 1)), /bitset has size 301, index has 300 rows/);
 });
@@ -154,23 +192,39 @@ test("identifier forms find each other", () => {
     for (const r of [0, 1, 2]) assert.ok(rows.includes(r), `${q} misses row ${r}: ${rows}`);
   }
   // The owner is searchable too.
-  assert.deepEqual(index.search("tiangolo", 10, null).map((h) => h.idx), [0]);
+  assert.deepEqual(
+    index.search("tiangolo", 10, null).map((h) => h.idx),
+    [0],
+  );
 });
 
 test("Chinese descriptions are searchable", () => {
   const docs = [doc("a/ml", "一个简单的机器学习框架"), doc("b/web", "轻量级网页框架"), doc("c/en", "machine learning toolkit")];
   const index = LexicalIndex.build(docs);
-  assert.deepEqual(index.search("机器学习", 10, null).map((h) => h.idx), [0]);
-  assert.deepEqual(index.search("框架", 10, null).map((h) => h.idx).sort(), [0, 1]);
+  assert.deepEqual(
+    index.search("机器学习", 10, null).map((h) => h.idx),
+    [0],
+  );
+  assert.deepEqual(
+    index
+      .search("框架", 10, null)
+      .map((h) => h.idx)
+      .sort(),
+    [0, 1],
+  );
 });
 
 test("README markup noise is not indexed, README prose is", () => {
-  const readme = "[![CI](https://img.shields.io/badge/build-passing-green.svg)](https://ci.example.org)\n<img src=\"logo.png\">\nTurns spreadsheets into dashboards.";
+  const readme =
+    '[![CI](https://img.shields.io/badge/build-passing-green.svg)](https://ci.example.org)\n<img src="logo.png">\nTurns spreadsheets into dashboards.';
   const index = LexicalIndex.build([doc("a/b", "a tool", [], readme), doc("c/d", "another tool")]);
   for (const noise of ["shields", "badge", "passing", "svg", "img", "logo png", "example org"]) {
     assert.deepEqual(index.search(noise, 10, null), [], noise);
   }
-  assert.deepEqual(index.search("spreadsheet dashboards", 10, null).map((h) => h.idx), [0]);
+  assert.deepEqual(
+    index.search("spreadsheet dashboards", 10, null).map((h) => h.idx),
+    [0],
+  );
 });
 
 test("serialize/deserialize round-trips to identical results", () => {
@@ -230,8 +284,14 @@ test("empty, whitespace and stop-word-only queries return [] without error", () 
 
 test("documents with missing fields are indexed", () => {
   const index = LexicalIndex.build([doc("noslash", null, [], null), doc("o/r", "", [], "")]);
-  assert.deepEqual(index.search("noslash", 10, null).map((h) => h.idx), [0]);
-  assert.deepEqual(index.search("r", 10, null).map((h) => h.idx), [1]);
+  assert.deepEqual(
+    index.search("noslash", 10, null).map((h) => h.idx),
+    [0],
+  );
+  assert.deepEqual(
+    index.search("r", 10, null).map((h) => h.idx),
+    [1],
+  );
 });
 
 test("invalid parameters fail fast", () => {
@@ -276,7 +336,10 @@ test("explain scores each field on its own and reports coverage, for any rows", 
   const F = 6;
   const idfRocket = Math.log(1 + (3 - 2 + 0.5) / (2 + 0.5));
   const idfLaunch = Math.log(1 + (3 - 1 + 0.5) / (1 + 0.5));
-  assert.deepEqual(ex.terms.map((t) => t.term), ["rocket", "launch"]);
+  assert.deepEqual(
+    ex.terms.map((t) => t.term),
+    ["rocket", "launch"],
+  );
   assert.ok(Math.abs(ex.terms[0]!.idf - idfRocket) < 1e-12);
   const k1 = DEFAULT_LEXICAL_PARAMS.k1;
   const sat = (x: number) => (x * (k1 + 1)) / (k1 + x);
@@ -293,5 +356,8 @@ test("explain scores each field on its own and reports coverage, for any rows", 
   assert.deepEqual(Array.from(ex.fields.subarray(2 * F, 3 * F)), [0, 0, 0, 0, 0, 0]);
   assert.equal(ex.coverage[2], 0);
   // An old name finds the project through the owner field.
-  assert.deepEqual(index.search("old", 5, null).map((h) => h.idx), [1]);
+  assert.deepEqual(
+    index.search("old", 5, null).map((h) => h.idx),
+    [1],
+  );
 });

@@ -19,11 +19,33 @@
 import type { Bitset } from "./bitset.js";
 import { MinHeap } from "./engine-heap.js";
 import type { Hit } from "./types.js";
-import { bm25Idf, DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, lexicalDocOf, type FieldParams, type LexicalDoc, type LexicalField, type LexicalParams } from "../bm25f.js";
+import {
+  bm25Idf,
+  DEFAULT_LEXICAL_PARAMS,
+  fieldTermScore,
+  fieldTokens,
+  LEXICAL_FIELDS,
+  LEXICAL_FORMAT_VERSION,
+  lexicalDocOf,
+  type FieldParams,
+  type LexicalDoc,
+  type LexicalField,
+  type LexicalParams,
+} from "../bm25f.js";
 import { analyze } from "../../text/analyzer.js";
 
 // Re-exported for the embedded store's own modules and tests.
-export { DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, lexicalDocOf, type LexicalDoc, type LexicalField, type LexicalParams };
+export {
+  DEFAULT_LEXICAL_PARAMS,
+  fieldTermScore,
+  fieldTokens,
+  LEXICAL_FIELDS,
+  LEXICAL_FORMAT_VERSION,
+  lexicalDocOf,
+  type LexicalDoc,
+  type LexicalField,
+  type LexicalParams,
+};
 
 const F = LEXICAL_FIELDS.length;
 
@@ -105,7 +127,8 @@ export class LexicalIndex {
       throw new RangeError(`lexical search: filter bitset has size ${allow.size}, index has ${this.docCount} rows`);
     }
     if (!Number.isInteger(alsoK) || alsoK < 0) throw new RangeError(`lexical search: alsoK must be a non-negative integer, got ${alsoK}`);
-    if (also !== null && also.size !== this.docCount) throw new RangeError(`lexical search: second bitset has size ${also.size}, index has ${this.docCount} rows`);
+    if (also !== null && also.size !== this.docCount)
+      throw new RangeError(`lexical search: second bitset has size ${also.size}, index has ${this.docCount} rows`);
     const none = { hits: [], also: [] };
     if ((k === 0 && alsoK === 0) || this.docCount === 0) return none;
     const tokens = analyze(text);

@@ -13,10 +13,40 @@ type Row = Record<string, unknown>;
 
 /** A small corpus with every interesting shape: nulls, missing keys, [] and multi-valued topics. */
 const ROWS: Row[] = [
-  { key: "a/one", languageLc: "python", topics: ["cli", "ml"], category: "tool", stars: 10, forks: 2, pushedAt: "2025-06-01T00:00:00.000Z", isArchived: false, license: "MIT" },
+  {
+    key: "a/one",
+    languageLc: "python",
+    topics: ["cli", "ml"],
+    category: "tool",
+    stars: 10,
+    forks: 2,
+    pushedAt: "2025-06-01T00:00:00.000Z",
+    isArchived: false,
+    license: "MIT",
+  },
   { key: "b/two", languageLc: "rust", topics: [], category: null, stars: null, forks: null, pushedAt: null, isArchived: null, license: null },
-  { key: "c/three", languageLc: null, topics: ["ml"], category: "library", stars: 5000, forks: null, pushedAt: "2023-01-15T12:00:00.000Z", isArchived: true, license: "MIT" },
-  { key: "d/four", languageLc: "python", topics: ["web"], category: "ai-ml", stars: 100, forks: 50, pushedAt: "2026-01-01T00:00:00.000Z", isArchived: null, license: "Apache-2.0" },
+  {
+    key: "c/three",
+    languageLc: null,
+    topics: ["ml"],
+    category: "library",
+    stars: 5000,
+    forks: null,
+    pushedAt: "2023-01-15T12:00:00.000Z",
+    isArchived: true,
+    license: "MIT",
+  },
+  {
+    key: "d/four",
+    languageLc: "python",
+    topics: ["web"],
+    category: "ai-ml",
+    stars: 100,
+    forks: 50,
+    pushedAt: "2026-01-01T00:00:00.000Z",
+    isArchived: null,
+    license: "Apache-2.0",
+  },
   { key: "e/five", languageLc: "go", topics: ["cli"], category: null, stars: 0, forks: 0, pushedAt: null, isArchived: false, license: null },
   // Row 5 misses topics, category and forks entirely (missing ≠ null).
   { key: "f/six", languageLc: "go", stars: 99, pushedAt: "2025-01-01", isArchived: null },
@@ -83,7 +113,15 @@ describe("PayloadIndex semantics", () => {
   it("topics match any element of the array", () => {
     assert.deepEqual(rows({ must: { key: "topics", match: { value: "ml" } } }), [0, 2]);
     assert.deepEqual(rows({ must: { key: "topics", match: { any: ["cli", "web"] } } }), [0, 3, 4]);
-    assert.deepEqual(rows({ must: [{ key: "topics", match: { value: "cli" } }, { key: "topics", match: { value: "ml" } }] }), [0]);
+    assert.deepEqual(
+      rows({
+        must: [
+          { key: "topics", match: { value: "cli" } },
+          { key: "topics", match: { value: "ml" } },
+        ],
+      }),
+      [0],
+    );
     // except holds when some element is outside the list; [] and missing have no element.
     assert.deepEqual(rows({ must: { key: "topics", match: { except: ["ml"] } } }), [0, 3, 4]);
     assert.deepEqual(rows({ must: { key: "topics", match: { except: ["ml", "cli"] } } }), [3]);
@@ -136,13 +174,27 @@ describe("PayloadIndex semantics", () => {
   it("nested should / must_not compose like Qdrant", () => {
     const f: Filter = {
       must: [
-        { should: [{ key: "languageLc", match: { value: "python" } }, { key: "languageLc", match: { value: "go" } }] },
+        {
+          should: [
+            { key: "languageLc", match: { value: "python" } },
+            { key: "languageLc", match: { value: "go" } },
+          ],
+        },
         { must_not: [{ key: "stars", range: { lt: 50 } }] },
       ],
     };
     assert.deepEqual(rows(f), [3, 5]);
     // should combines with must as AND: must narrows, should needs one hit.
-    assert.deepEqual(rows({ must: { key: "languageLc", match: { value: "python" } }, should: [{ key: "topics", match: { value: "web" } }, { key: "stars", range: { lt: 0 } }] }), [3]);
+    assert.deepEqual(
+      rows({
+        must: { key: "languageLc", match: { value: "python" } },
+        should: [
+          { key: "topics", match: { value: "web" } },
+          { key: "stars", range: { lt: 0 } },
+        ],
+      }),
+      [3],
+    );
     // A single condition instead of an array is accepted in every clause.
     assert.deepEqual(rows({ must_not: { must: { key: "languageLc", match: { value: "go" } } } }), [0, 1, 2, 3]);
   });

@@ -6,9 +6,30 @@ import { PackedRankColumns } from "./rank-columns.js";
 function payload(i: number, stars: number | null, languageLc: string | null, category: string | null): RepoPayload {
   const key = `o/r${i}`;
   return {
-    key, name: key, url: null, description: null, stars, forks: null, language: languageLc, topics: [], pushedAt: null,
-    isArchived: null, homepage: null, license: null, createdAt: null, readme: null, tree: null, llmsTxtPaths: null, aliases: [], aliasKeys: [], anchor: null, mentions: 0,
-    lastSeen: null, languageLc, category: category as Category | null, hash: `h${i}`,
+    key,
+    name: key,
+    url: null,
+    description: null,
+    stars,
+    forks: null,
+    language: languageLc,
+    topics: [],
+    pushedAt: null,
+    isArchived: null,
+    homepage: null,
+    license: null,
+    createdAt: null,
+    readme: null,
+    tree: null,
+    llmsTxtPaths: null,
+    aliases: [],
+    aliasKeys: [],
+    anchor: null,
+    mentions: 0,
+    lastSeen: null,
+    languageLc,
+    category: category as Category | null,
+    hash: `h${i}`,
   };
 }
 
@@ -22,7 +43,10 @@ test("rank columns: stars, and one code per distinct language and category, -1 f
   ];
   const c = PackedRankColumns.build(rows);
   assert.ok(c);
-  assert.deepEqual([0, 1, 2, 3, 4].map((r) => c.stars(r)), [12, 0, 0, 0, 0xffff_ffff]);
+  assert.deepEqual(
+    [0, 1, 2, 3, 4].map((r) => c.stars(r)),
+    [12, 0, 0, 0, 0xffff_ffff],
+  );
   assert.equal(c.language(0), c.language(3));
   assert.notEqual(c.language(0), c.language(1));
   assert.equal(c.language(2), -1);

@@ -19,10 +19,30 @@ function payload(i: number): RepoPayload {
   const key = `owner${i % 7}/repo-${i}`;
   const language = i % 2 ? "TypeScript" : "Python";
   return {
-    key, name: key, url: `https://github.com/${key}`, description: i === 4 ? "向量数据库 🚀 café\u007f" : `project ${i} ${i % 3 === 0 ? "vector database" : "web framework"}`,
-    stars: i * 10, forks: null, language, topics: i % 5 === 0 ? ["search"] : [], pushedAt: null, isArchived: null, homepage: null,
-    license: null, createdAt: null, readme: i === 3 ? "# Zanzibar\nauthorization system" : null, tree: null, llmsTxtPaths: null, aliases: [], aliasKeys: [], anchor: null, mentions: 0,
-    lastSeen: null, languageLc: language.toLowerCase(), category: null, hash: `h${i}`,
+    key,
+    name: key,
+    url: `https://github.com/${key}`,
+    description: i === 4 ? "向量数据库 🚀 café\u007f" : `project ${i} ${i % 3 === 0 ? "vector database" : "web framework"}`,
+    stars: i * 10,
+    forks: null,
+    language,
+    topics: i % 5 === 0 ? ["search"] : [],
+    pushedAt: null,
+    isArchived: null,
+    homepage: null,
+    license: null,
+    createdAt: null,
+    readme: i === 3 ? "# Zanzibar\nauthorization system" : null,
+    tree: null,
+    llmsTxtPaths: null,
+    aliases: [],
+    aliasKeys: [],
+    anchor: null,
+    mentions: 0,
+    lastSeen: null,
+    languageLc: language.toLowerCase(),
+    category: null,
+    hash: `h${i}`,
   };
 }
 
@@ -37,7 +57,13 @@ function points(n: number, seed = 1): Point[] {
 }
 
 // Subgraphs for values with ≥ 100 rows: here languageLc python and typescript (150 rows each of 300).
-const params = { version: "v000001", dims: DIMS, embedderId: "test:16", hnsw: { m: 8, efConstruction: 32 }, subgraphs: { fields: ["category", "languageLc"], minRows: 100 } };
+const params = {
+  version: "v000001",
+  dims: DIMS,
+  embedderId: "test:16",
+  hnsw: { m: 8, efConstruction: 32 },
+  subgraphs: { fields: ["category", "languageLc"], minRows: 100 },
+};
 
 let root: string;
 let n = 0;
@@ -68,8 +94,14 @@ describe("Segment", () => {
     assert.equal(loaded.version, "v000001");
     assert.equal(loaded.embedderId, "test:16");
     assert.equal(loaded.createdAt, seg.createdAt);
-    assert.deepEqual(loaded.ids, pts.map((p) => p.id));
-    assert.deepEqual(loaded.payloads, pts.map((p) => p.payload));
+    assert.deepEqual(
+      loaded.ids,
+      pts.map((p) => p.id),
+    );
+    assert.deepEqual(
+      loaded.payloads,
+      pts.map((p) => p.payload),
+    );
     assert.ok(isAscii(await readFile(path.join(dir, "payloads.json"))), "non-ASCII text is escaped, so loading can decode as latin1");
     assert.deepEqual(loaded.vectorOf(42), pts[42]!.vector);
     assert.equal(loaded.rowOf(pts[7]!.id), 7);

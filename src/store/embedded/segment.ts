@@ -17,7 +17,15 @@ import { HnswGraph, type HnswParams } from "./hnsw.js";
 import { LexicalIndex, lexicalDocOf } from "./lexical.js";
 import { PayloadIndex } from "./payload-index.js";
 import { PackedRankColumns } from "./rank-columns.js";
-import { buildSubgraphs, DEFAULT_SUBGRAPH_OPTIONS, deserializeSubgraphs, materializeSubgraphs, serializeSubgraphs, type Subgraph, type SubgraphOptions } from "./subgraphs.js";
+import {
+  buildSubgraphs,
+  DEFAULT_SUBGRAPH_OPTIONS,
+  deserializeSubgraphs,
+  materializeSubgraphs,
+  serializeSubgraphs,
+  type Subgraph,
+  type SubgraphOptions,
+} from "./subgraphs.js";
 
 export const FORMAT_NAME = "reposearch-embedded-segment";
 export const FORMAT_VERSION = 2;
@@ -167,7 +175,12 @@ export class Segment {
       graph = HnswGraph.build(vectors, dims, count, { ...params.hnsw, seed }, (done, total) => onProgress("hnsw", done, total));
       onProgress("hnsw", count, count);
     }
-    const subgraphs = count > 0 ? buildSubgraphs(payloads, vectors, dims, { ...params.hnsw, seed }, params.subgraphs ?? DEFAULT_SUBGRAPH_OPTIONS, (done, total) => onProgress("subgraphs", done, total)) : [];
+    const subgraphs =
+      count > 0
+        ? buildSubgraphs(payloads, vectors, dims, { ...params.hnsw, seed }, params.subgraphs ?? DEFAULT_SUBGRAPH_OPTIONS, (done, total) =>
+            onProgress("subgraphs", done, total),
+          )
+        : [];
     onProgress("lexical", 0, count);
     const lexical = count > 0 ? LexicalIndex.build(payloads.map(lexicalDocOf)) : null;
     onProgress("lexical", count, count);
@@ -261,7 +274,11 @@ export class Segment {
     let seg: Segment;
     try {
       const bufs = await Promise.all(names.map((name) => readFile(path.join(dir, name))));
-      seg = Segment.decode(dir, manifest, Object.fromEntries(names.map((name, i) => [name, bufs[i]!])) as Partial<Record<SegmentFile, Buffer>> as Record<SegmentFile, Buffer>);
+      seg = Segment.decode(
+        dir,
+        manifest,
+        Object.fromEntries(names.map((name, i) => [name, bufs[i]!])) as Partial<Record<SegmentFile, Buffer>> as Record<SegmentFile, Buffer>,
+      );
     } catch (err) {
       await checksums; // a checksum mismatch explains a decoding failure better than the failure itself
       throw err;
@@ -354,7 +371,10 @@ async function readManifest(dir: string): Promise<SegmentManifest> {
   }
   if (m?.format !== FORMAT_NAME) throw new IndexFormatError(dir, `unknown format ${JSON.stringify(m?.format)}, expected ${FORMAT_NAME}`);
   if (!READABLE_VERSIONS.includes(m.formatVersion)) {
-    throw new IndexFormatError(dir, `format version ${m.formatVersion} is not supported (this build reads versions ${READABLE_VERSIONS.join(" and ")}); rebuild the index`);
+    throw new IndexFormatError(
+      dir,
+      `format version ${m.formatVersion} is not supported (this build reads versions ${READABLE_VERSIONS.join(" and ")}); rebuild the index`,
+    );
   }
   const problems: string[] = [];
   if (typeof m.version !== "string") problems.push("version");

@@ -25,9 +25,30 @@ function point(i: number): Point {
   const key = `owner/repo-${i}`;
   const language = ["Rust", "Go", "Python"][i % 3]!;
   const payload: RepoPayload = {
-    key, name: key, url: null, description: i === 11 ? "a quaternion toolkit" : `project number ${i}`, stars: i, forks: null,
-    language, topics: [], pushedAt: null, isArchived: null, homepage: null, license: null, createdAt: null, readme: null,
-    tree: null, llmsTxtPaths: null, aliases: [], aliasKeys: [], anchor: null, mentions: 0, lastSeen: null, languageLc: language.toLowerCase(), category: null, hash: `h${i}`,
+    key,
+    name: key,
+    url: null,
+    description: i === 11 ? "a quaternion toolkit" : `project number ${i}`,
+    stars: i,
+    forks: null,
+    language,
+    topics: [],
+    pushedAt: null,
+    isArchived: null,
+    homepage: null,
+    license: null,
+    createdAt: null,
+    readme: null,
+    tree: null,
+    llmsTxtPaths: null,
+    aliases: [],
+    aliasKeys: [],
+    anchor: null,
+    mentions: 0,
+    lastSeen: null,
+    languageLc: language.toLowerCase(),
+    category: null,
+    hash: `h${i}`,
   };
   return { id: pointIdFor(key), vector: v.map((x) => x / norm), payload };
 }
@@ -49,8 +70,13 @@ afterAll(async () => {
 const freshDataDir = () => path.join(root, `data${n++}`);
 
 const baseOptions = (dataDir: string): EmbeddedStoreOptions => ({
-  dataDir, hnsw: { m: 8, efConstruction: 32 }, efSearch: 32, fullScanThreshold: 20, keepVersions: 2,
-  lockPollIntervalMs: 5, logger: new Logger({ test: "store" }),
+  dataDir,
+  hnsw: { m: 8, efConstruction: 32 },
+  efSearch: 32,
+  fullScanThreshold: 20,
+  keepVersions: 2,
+  lockPollIntervalMs: 5,
+  logger: new Logger({ test: "store" }),
 });
 const openStore = (dataDir: string, extra: Partial<EmbeddedStoreOptions> = {}) => EmbeddedStore.open({ ...baseOptions(dataDir), ...extra });
 
@@ -63,16 +89,13 @@ async function publish(store: EmbeddedStore, upserts: Point[], deletes: Point[] 
 
 describe("EmbeddedStore", () => {
   it("validates its options with clear messages", async () => {
-    await assert.rejects(
-      EmbeddedStore.open({ ...baseOptions(""), hnsw: { m: 0, efConstruction: 10 }, keepVersions: 0 }),
-      (err: unknown) => {
-        assert.ok(err instanceof ReposearchError);
-        assert.match(err.message, /dataDir must be a non-empty path/);
-        assert.match(err.message, /hnsw\.m must be an integer in \[2, 128\] \(got 0\)/);
-        assert.match(err.message, /keepVersions must be an integer in \[1, 1000\] \(got 0\)/);
-        return true;
-      },
-    );
+    await assert.rejects(EmbeddedStore.open({ ...baseOptions(""), hnsw: { m: 0, efConstruction: 10 }, keepVersions: 0 }), (err: unknown) => {
+      assert.ok(err instanceof ReposearchError);
+      assert.match(err.message, /dataDir must be a non-empty path/);
+      assert.match(err.message, /hnsw\.m must be an integer in \[2, 128\] \(got 0\)/);
+      assert.match(err.message, /keepVersions must be an integer in \[1, 1000\] \(got 0\)/);
+      return true;
+    });
   });
 
   it("answers empty results when nothing is published, and still rejects bad input", async () => {
@@ -109,8 +132,15 @@ describe("EmbeddedStore", () => {
     assert.deepEqual(top!.payload, pts[42]!.payload);
 
     // exact: true is the brute-force answer, best first.
-    const expected = pts.map((p) => ({ id: p.id, s: dot(p.vector, q) })).sort((a, b) => b.s - a.s).slice(0, 10).map((x) => x.id);
-    assert.deepEqual((await store.denseSearch({ vector: q, limit: 10, exact: true })).map((h) => h.id), expected);
+    const expected = pts
+      .map((p) => ({ id: p.id, s: dot(p.vector, q) }))
+      .sort((a, b) => b.s - a.s)
+      .slice(0, 10)
+      .map((x) => x.id);
+    assert.deepEqual(
+      (await store.denseSearch({ vector: q, limit: 10, exact: true })).map((h) => h.id),
+      expected,
+    );
 
     const rust = { must: [{ key: "languageLc", match: { value: "rust" } }] };
     const filtered = await store.denseSearch({ vector: q, limit: 10, filter: rust });

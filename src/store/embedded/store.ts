@@ -7,7 +7,20 @@ import { logger as rootLogger, type Logger } from "../../common/logger.js";
 import type { Config } from "../../config/config.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Filter } from "../filter.js";
-import { appendPopular, checkPopular, withCondition, type DenseQuery, type Explanation, type ExplainQuery, type LexicalQuery, type PointId, type ScoredPoint, type StoreInfo, type StoreWriter, type VectorStore } from "../types.js";
+import {
+  appendPopular,
+  checkPopular,
+  withCondition,
+  type DenseQuery,
+  type Explanation,
+  type ExplainQuery,
+  type LexicalQuery,
+  type PointId,
+  type ScoredPoint,
+  type StoreInfo,
+  type StoreWriter,
+  type VectorStore,
+} from "../types.js";
 import { Bitset } from "./bitset.js";
 import { explainRows } from "./explain.js";
 import { denseSearch as planDenseSearch } from "./dense.js";
@@ -58,7 +71,10 @@ export class EmbeddedStore implements VectorStore {
   /** Validates filters when nothing is published, so a bad filter fails the same way always. */
   private emptyIndex: PayloadIndex | null = null;
 
-  private constructor(private readonly opts: ValidatedOptions, log: Logger) {
+  private constructor(
+    private readonly opts: ValidatedOptions,
+    log: Logger,
+  ) {
     this.dir = new IndexDir(opts.dataDir);
     this.log = log;
     this.hnsw = opts.hnsw;
@@ -292,7 +308,8 @@ type ValidatedOptions = Required<Omit<EmbeddedStoreOptions, "logger" | "hnsw">> 
 function validateOptions(o: EmbeddedStoreOptions): ValidatedOptions {
   const problems: string[] = [];
   const int = (name: string, v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): void => {
-    if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) problems.push(`${name} must be an integer in [${min}, ${max}] (got ${JSON.stringify(v)})`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max)
+      problems.push(`${name} must be an integer in [${min}, ${max}] (got ${JSON.stringify(v)})`);
   };
   if (typeof o?.dataDir !== "string" || o.dataDir.trim() === "") problems.push("dataDir must be a non-empty path");
   int("hnsw.m", o?.hnsw?.m, 2, 128);

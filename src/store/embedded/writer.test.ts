@@ -23,14 +23,34 @@ function point(i: number, opts: { dims?: number; hash?: string } = {}): Point {
   const norm = Math.hypot(...v);
   const key = `owner/repo-${i}`;
   const payload: RepoPayload = {
-    key, name: key, url: null, description: `project number ${i}`, stars: i, forks: null, language: null, topics: [],
-    pushedAt: null, isArchived: null, homepage: null, license: null, createdAt: null, readme: null, tree: null,
-    llmsTxtPaths: null, aliases: [], aliasKeys: [], anchor: null, mentions: 0, lastSeen: null, languageLc: null, category: null, hash: opts.hash ?? `h${i}`,
+    key,
+    name: key,
+    url: null,
+    description: `project number ${i}`,
+    stars: i,
+    forks: null,
+    language: null,
+    topics: [],
+    pushedAt: null,
+    isArchived: null,
+    homepage: null,
+    license: null,
+    createdAt: null,
+    readme: null,
+    tree: null,
+    llmsTxtPaths: null,
+    aliases: [],
+    aliasKeys: [],
+    anchor: null,
+    mentions: 0,
+    lastSeen: null,
+    languageLc: null,
+    category: null,
+    hash: opts.hash ?? `h${i}`,
   };
   return { id: pointIdFor(key), vector: v.map((x) => x / norm), payload };
 }
-const range = (from: number, to: number, opts?: { dims?: number; hash?: string }) =>
-  Array.from({ length: to - from }, (_, k) => point(from + k, opts));
+const range = (from: number, to: number, opts?: { dims?: number; hash?: string }) => Array.from({ length: to - from }, (_, k) => point(from + k, opts));
 
 let root: string;
 let n = 0;
@@ -48,11 +68,20 @@ const freshDataDir = () => path.join(root, `data${n++}`);
 
 const openStore = (dataDir: string, keepVersions = 2) =>
   EmbeddedStore.open({
-    dataDir, hnsw: { m: 8, efConstruction: 32 }, efSearch: 32, fullScanThreshold: 20, keepVersions,
-    lockPollIntervalMs: 5, logger: new Logger({ test: "writer" }),
+    dataDir,
+    hnsw: { m: 8, efConstruction: 32 },
+    efSearch: 32,
+    fullScanThreshold: 20,
+    keepVersions,
+    lockPollIntervalMs: 5,
+    logger: new Logger({ test: "writer" }),
   });
 const versionsOf = async (dataDir: string) => (await readdir(path.join(dataDir, "index", "versions"))).sort();
-const exists = (p: string) => stat(p).then(() => true, () => false);
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 
 describe("checkpoint chunks", () => {
   it("round-trip, and report truncation and corruption instead of throwing", () => {
@@ -62,8 +91,14 @@ describe("checkpoint chunks", () => {
     const buf = encodeChunk({ kind: "upsert", ids: pts.map((p) => p.id), payloads: pts.map((p) => p.payload), vectors, dims: DIMS });
     const op = decodeChunk(buf);
     assert.ok(typeof op !== "string" && op.kind === "upsert");
-    assert.deepEqual(op.ids, pts.map((p) => p.id));
-    assert.deepEqual(op.payloads, pts.map((p) => p.payload));
+    assert.deepEqual(
+      op.ids,
+      pts.map((p) => p.id),
+    );
+    assert.deepEqual(
+      op.payloads,
+      pts.map((p) => p.payload),
+    );
     assert.deepEqual(op.vectors, vectors);
 
     assert.deepEqual(decodeChunk(encodeChunk({ kind: "delete", ids: ["a", "b"] })), { kind: "delete", ids: ["a", "b"] });

@@ -265,7 +265,8 @@ export class EmbeddedWriter implements StoreWriter {
   }
 
   async delete(ids: readonly PointId[]): Promise<void> {
-    for (const id of ids) if (typeof id !== "string" || id.length === 0) throw new ReposearchError(ErrorCode.ValidationError, "point ids must be non-empty strings");
+    for (const id of ids)
+      if (typeof id !== "string" || id.length === 0) throw new ReposearchError(ErrorCode.ValidationError, "point ids must be non-empty strings");
     if (ids.length === 0) return;
     await this.run(() => this.appendChunk({ kind: "delete", ids: [...ids] }));
   }
@@ -432,7 +433,11 @@ export class EmbeddedWriter implements StoreWriter {
       const labels = await dir.listVersions();
       const latest = Math.max(0, parseLabel(published?.version ?? "") ?? 0, ...labels.map((l) => parseLabel(l)!));
       const label = formatLabel(latest + 1);
-      const segment = Segment.build(points, { version: label, dims: this.opts.dims, embedderId: this.opts.embedderId, hnsw: this.host.hnsw, subgraphs: this.host.subgraphs }, onProgress);
+      const segment = Segment.build(
+        points,
+        { version: label, dims: this.opts.dims, embedderId: this.opts.embedderId, hnsw: this.host.hnsw, subgraphs: this.host.subgraphs },
+        onProgress,
+      );
 
       const tmp = path.join(dir.versionsDir, `${label}${TMP_MARKER}${randomSuffix()}`);
       await ensureDir(tmp);
@@ -492,9 +497,7 @@ export class EmbeddedWriter implements StoreWriter {
     const { dir, keepVersions } = this.host;
     const cur = parseLabel(current)!;
     const names = await readdir(dir.versionsDir).catch(() => [] as string[]);
-    const older = names
-      .filter((n) => (parseLabel(n) ?? Infinity) < cur)
-      .sort((a, b) => parseLabel(b)! - parseLabel(a)!);
+    const older = names.filter((n) => (parseLabel(n) ?? Infinity) < cur).sort((a, b) => parseLabel(b)! - parseLabel(a)!);
     const keep = new Set([current, ...older.slice(0, keepVersions - 1)]);
     // Temp dirs and versions newer than `current` can only be leftovers of crashed commits (we hold the lock).
     const doomed = names.filter((n) => !keep.has(n));

@@ -59,12 +59,18 @@ describe("lexical sparse vectors", () => {
       const scores = qdrantScores(vectors, lexicalQueryVector(text));
       assert.ok(expected.length > 0);
       assert.equal(scores.filter((s) => s > 0).length, expected.length, `${text}: matching documents`);
-      for (const h of expected) assert.ok(Math.abs(scores[h.idx]! - h.score) <= 1e-4 * Math.max(1, h.score), `${text}: doc ${h.idx} ${scores[h.idx]} vs ${h.score}`);
+      for (const h of expected)
+        assert.ok(Math.abs(scores[h.idx]! - h.score) <= 1e-4 * Math.max(1, h.score), `${text}: doc ${h.idx} ${scores[h.idx]} vs ${h.score}`);
     }
   });
 
   it("a document vector has unique ascending u32 term ids and positive weights; a termless document is empty", () => {
-    const v = lexicalDocVector({ name: "tokio-rs/tokio", description: "A runtime for writing reliable asynchronous applications with Rust. Rust!", topics: ["rust", "async"], readme: null });
+    const v = lexicalDocVector({
+      name: "tokio-rs/tokio",
+      description: "A runtime for writing reliable asynchronous applications with Rust. Rust!",
+      topics: ["rust", "async"],
+      readme: null,
+    });
     assert.ok(v.indices.length > 3);
     assert.equal(v.indices.length, v.values.length);
     for (let i = 1; i < v.indices.length; i++) assert.ok(v.indices[i]! > v.indices[i - 1]!);
@@ -72,13 +78,19 @@ describe("lexical sparse vectors", () => {
     assert.ok(v.indices.includes(fnv1a32("rust")));
     assert.equal(sparseVectorProblem(v), null);
     assert.deepEqual(lexicalDocVector({ name: "", description: null, topics: [], readme: null }), { indices: [], values: [] });
-    assert.deepEqual(lexicalDocVector({ name: "a/b", description: "x", topics: [], readme: null }), lexicalDocVector({ name: "a/b", description: "x", topics: [], readme: null }));
+    assert.deepEqual(
+      lexicalDocVector({ name: "a/b", description: "x", topics: [], readme: null }),
+      lexicalDocVector({ name: "a/b", description: "x", topics: [], readme: null }),
+    );
   });
 
   it("a query vector counts the analysed terms", () => {
     const q = lexicalQueryVector("Parsers parse; the PARSER");
     const terms = analyze("Parsers parse; the PARSER");
-    assert.equal(q.values.reduce((a, b) => a + b, 0), terms.length);
+    assert.equal(
+      q.values.reduce((a, b) => a + b, 0),
+      terms.length,
+    );
     assert.deepEqual(lexicalQueryVector("the of and"), { indices: [], values: [] });
   });
 

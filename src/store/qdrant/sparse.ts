@@ -15,7 +15,17 @@
  */
 import { fnv1a32 } from "../../common/hash.js";
 import { analyze } from "../../text/analyzer.js";
-import { bm25Idf, DEFAULT_LEXICAL_PARAMS, fieldTermScore, fieldTokens, LEXICAL_FIELDS, LEXICAL_FORMAT_VERSION, type LexicalDoc, type LexicalField, type LexicalParams } from "../bm25f.js";
+import {
+  bm25Idf,
+  DEFAULT_LEXICAL_PARAMS,
+  fieldTermScore,
+  fieldTokens,
+  LEXICAL_FIELDS,
+  LEXICAL_FORMAT_VERSION,
+  type LexicalDoc,
+  type LexicalField,
+  type LexicalParams,
+} from "../bm25f.js";
 import type { Explanation } from "../types.js";
 
 export interface SparseVector {
@@ -61,7 +71,6 @@ const MAX_LEN = 0xffff;
 
 /** Analysed tokens of one field: the embedded index's own tokenisation (name split into owner and repo). */
 export { fieldTokens };
-
 
 /** A document's sparse vector: one BM25F impact per distinct term. Empty when the document has no terms. */
 export function lexicalDocVector(doc: LexicalDoc, params: SparseLexicalParams = DEFAULT_SPARSE_LEXICAL_PARAMS): SparseVector {

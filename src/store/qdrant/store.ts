@@ -9,7 +9,22 @@ import { logger as rootLogger, type Logger } from "../../common/logger.js";
 import type { Config } from "../../config/config.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Filter } from "../filter.js";
-import { appendPopular, checkPopular, withCondition, type CommitResult, type DenseQuery, type Explanation, type ExplainQuery, type LexicalQuery, type Point, type PointId, type ScoredPoint, type StoreInfo, type StoreWriter, type VectorStore } from "../types.js";
+import {
+  appendPopular,
+  checkPopular,
+  withCondition,
+  type CommitResult,
+  type DenseQuery,
+  type Explanation,
+  type ExplainQuery,
+  type LexicalQuery,
+  type Point,
+  type PointId,
+  type ScoredPoint,
+  type StoreInfo,
+  type StoreWriter,
+  type VectorStore,
+} from "../types.js";
 import { lexicalDocOf } from "../bm25f.js";
 import { analyze } from "../../text/analyzer.js";
 import { explainDocs, lexicalDocVector, lexicalQueryVector, lexicalTerms, SPARSE_LEXICAL_FORMAT } from "./sparse.js";
@@ -98,7 +113,10 @@ export class QdrantStore implements VectorStore {
   private readonly log: Logger;
   private closed = false;
 
-  private constructor(private readonly o: ValidatedOptions, log: Logger) {
+  private constructor(
+    private readonly o: ValidatedOptions,
+    log: Logger,
+  ) {
     this.collection = o.collection;
     this.metaCollection = metaCollectionOf(o.collection);
     this.client = newClient(o, o.timeoutMs, {});
@@ -158,7 +176,13 @@ export class QdrantStore implements VectorStore {
     const search = (filter: Filter | undefined, n: number) =>
       n === 0
         ? Promise.resolve([])
-        : this.query("lexical search", { query: { indices: sparse.indices, values: sparse.values }, using: LEXICAL_VECTOR, filter: toQdrantFilter(filter), limit: n, with_payload: true });
+        : this.query("lexical search", {
+            query: { indices: sparse.indices, values: sparse.values },
+            using: LEXICAL_VECTOR,
+            filter: toQdrantFilter(filter),
+            limit: n,
+            with_payload: true,
+          });
     const [hits, also] = await Promise.all([
       search(q.filter, limit),
       popular ? search(withCondition(q.filter, { key: "stars", range: { gte: popular.minStars } }), popular.limit) : Promise.resolve([]),
@@ -182,7 +206,12 @@ export class QdrantStore implements VectorStore {
       Promise.all(terms.map((t) => this.docFreq(t))),
       q.vector !== null && ids.length > 0 ? this.denseScores(q.vector, ids) : Promise.resolve(null),
     ]);
-    const lexical = explainDocs(q.text, payloads.map((p) => (p ? lexicalDocOf(p) : null)), new Map(terms.map((t, i) => [t, dfs[i]!])), pointCount);
+    const lexical = explainDocs(
+      q.text,
+      payloads.map((p) => (p ? lexicalDocOf(p) : null)),
+      new Map(terms.map((t, i) => [t, dfs[i]!])),
+      pointCount,
+    );
     return { ...lexical, dense };
   }
 
@@ -237,13 +266,20 @@ export class QdrantStore implements VectorStore {
   async openWriter(opts: { writerId: string; dims: number; embedderId: string }): Promise<StoreWriter> {
     this.assertOpen();
     const problems: string[] = [];
-    if (typeof opts.writerId !== "string" || !WRITER_ID_RE.test(opts.writerId)) problems.push(`writerId must match ${WRITER_ID_RE} (got ${JSON.stringify(opts.writerId)})`);
+    if (typeof opts.writerId !== "string" || !WRITER_ID_RE.test(opts.writerId))
+      problems.push(`writerId must match ${WRITER_ID_RE} (got ${JSON.stringify(opts.writerId)})`);
     if (!Number.isInteger(opts.dims) || opts.dims < 1) problems.push(`dims must be a positive integer (got ${opts.dims})`);
     if (typeof opts.embedderId !== "string" || opts.embedderId.length === 0) problems.push("embedderId must be a non-empty string");
     if (problems.length) throw validation(`invalid writer options: ${problems.join("; ")}`);
     await this.ensureCollection(opts.dims);
     const headers = { [WRITER_HEADER]: opts.writerId, [EMBEDDER_HEADER]: encodeURIComponent(opts.embedderId) };
-    return new QdrantWriter(this, newClient(this.o, this.o.timeoutMs, headers), newClient(this.o, this.o.commitTimeoutMs, headers), opts, this.log.child({ writerId: opts.writerId }));
+    return new QdrantWriter(
+      this,
+      newClient(this.o, this.o.timeoutMs, headers),
+      newClient(this.o, this.o.commitTimeoutMs, headers),
+      opts,
+      this.log.child({ writerId: opts.writerId }),
+    );
   }
 
   async close(): Promise<void> {
@@ -267,13 +303,18 @@ export class QdrantStore implements VectorStore {
     const dense = isRecord(vectors) ? vectors[DENSE_VECTOR] : undefined;
     const size = isRecord(dense) ? dense.size : undefined;
     if (typeof size !== "number") {
-      throw new ReposearchError(ErrorCode.ValidationError, `collection ${this.collection} has no named vector "${DENSE_VECTOR}": it was not created by reposearch (use another QDRANT_COLLECTION)`);
+      throw new ReposearchError(
+        ErrorCode.ValidationError,
+        `collection ${this.collection} has no named vector "${DENSE_VECTOR}": it was not created by reposearch (use another QDRANT_COLLECTION)`,
+      );
     }
     return size;
   }
 
   async readMeta(client: QdrantClient = this.client): Promise<QdrantMeta | null> {
-    const recs = await this.orEmpty("read the meta point", () => client.retrieve(this.metaCollection, { ids: [META_POINT_ID], with_payload: true, with_vector: false }));
+    const recs = await this.orEmpty("read the meta point", () =>
+      client.retrieve(this.metaCollection, { ids: [META_POINT_ID], with_payload: true, with_vector: false }),
+    );
     const p = recs?.[0]?.payload;
     if (!isRecord(p)) return null;
     const str = (v: unknown) => (typeof v === "string" ? v : null);
@@ -384,7 +425,8 @@ class QdrantWriter implements StoreWriter {
     // Points whose sparse vectors were made another way must all be re-upserted: report no hash matches,
     // but keep the ids so the indexer still deletes what left the dataset.
     const stale = meta !== null && meta.lexical !== null && meta.lexical !== SPARSE_LEXICAL_FORMAT;
-    if (stale) this.log.warn("stored lexical vectors use another format; every point will be re-upserted", { stored: meta?.lexical, now: SPARSE_LEXICAL_FORMAT });
+    if (stale)
+      this.log.warn("stored lexical vectors use another format; every point will be re-upserted", { stored: meta?.lexical, now: SPARSE_LEXICAL_FORMAT });
     const out = new Map<PointId, string>();
     let offset: Schemas["ExtendedPointId"] | null | undefined;
     const { collection } = this.store;
@@ -463,7 +505,12 @@ class QdrantWriter implements StoreWriter {
     );
     const after = await this.store.readMeta(this.client);
     const version = after?.version ?? null;
-    const result: CommitResult = { version, upserted: this.upserted.size, deleted: this.deleted.size, published: version !== null && version !== (before?.version ?? null) };
+    const result: CommitResult = {
+      version,
+      upserted: this.upserted.size,
+      deleted: this.deleted.size,
+      published: version !== null && version !== (before?.version ?? null),
+    };
     this.upserted.clear();
     this.deleted.clear();
     onProgress("publish", 1, 1);
@@ -474,7 +521,10 @@ class QdrantWriter implements StoreWriter {
   /** Writes to Qdrant are already applied and cannot be rolled back; this only forgets the counts. */
   async abort(): Promise<void> {
     if (this.upserted.size + this.deleted.size > 0) {
-      this.log.warn("abort on Qdrant keeps the writes already applied (Qdrant has no transactions)", { upserted: this.upserted.size, deleted: this.deleted.size });
+      this.log.warn("abort on Qdrant keeps the writes already applied (Qdrant has no transactions)", {
+        upserted: this.upserted.size,
+        deleted: this.deleted.size,
+      });
     }
     this.upserted.clear();
     this.deleted.clear();
@@ -536,8 +586,10 @@ export function qdrantError(err: unknown, what: string, url: string): Reposearch
   const status = httpStatusOf(err);
   if (status !== null) {
     const data = isRecord(err) ? err.data : undefined;
-    const detail = isRecord(data) && isRecord(data.status) && typeof data.status.error === "string" ? data.status.error : JSON.stringify(data ?? null).slice(0, 300);
-    const code = status === 400 || status === 422 || status === 409 ? ErrorCode.ValidationError : status === 404 ? ErrorCode.NotFound : ErrorCode.ExternalService;
+    const detail =
+      isRecord(data) && isRecord(data.status) && typeof data.status.error === "string" ? data.status.error : JSON.stringify(data ?? null).slice(0, 300);
+    const code =
+      status === 400 || status === 422 || status === 409 ? ErrorCode.ValidationError : status === 404 ? ErrorCode.NotFound : ErrorCode.ExternalService;
     return new ReposearchError(code, `qdrant: ${what} failed (HTTP ${status}): ${detail}`, { cause: err });
   }
   const name = err instanceof Error ? err.name : "";
@@ -549,13 +601,15 @@ export function qdrantError(err: unknown, what: string, url: string): Reposearch
 function validateOptions(o: QdrantStoreOptions): ValidatedOptions {
   const problems: string[] = [];
   const int = (name: string, v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): void => {
-    if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) problems.push(`${name} must be an integer in [${min}, ${max}] (got ${JSON.stringify(v)})`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max)
+      problems.push(`${name} must be an integer in [${min}, ${max}] (got ${JSON.stringify(v)})`);
   };
   if (typeof o?.url !== "string" || !/^https?:\/\/[^/\s]+/.test(o.url)) problems.push(`url must be an http(s) URL (got ${JSON.stringify(o?.url)})`);
   const apiKey = o?.apiKey === undefined || o.apiKey === null || o.apiKey === "" ? null : o.apiKey;
   if (apiKey !== null && typeof apiKey !== "string") problems.push("apiKey must be a string");
   const collection = o?.collection ?? DEFAULT_COLLECTION;
-  if (typeof collection !== "string" || !COLLECTION_RE.test(collection)) problems.push(`collection must match ${COLLECTION_RE} (got ${JSON.stringify(collection)})`);
+  if (typeof collection !== "string" || !COLLECTION_RE.test(collection))
+    problems.push(`collection must match ${COLLECTION_RE} (got ${JSON.stringify(collection)})`);
   const timeoutMs = o?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   int("timeoutMs", timeoutMs, 1, 3_600_000);
   const commitTimeoutMs = o?.commitTimeoutMs ?? DEFAULT_COMMIT_TIMEOUT_MS;

@@ -137,7 +137,8 @@ export class StoreServer {
   /** Loads the collection state and listens. Resolves once the port is bound. */
   static async start(o: StoreServerOptions): Promise<StoreServer> {
     const problems: string[] = [];
-    if (o.collection !== undefined && !/^[A-Za-z0-9_-]{1,200}$/.test(o.collection)) problems.push(`collection must match /^[A-Za-z0-9_-]{1,200}$/ (got ${JSON.stringify(o.collection)})`);
+    if (o.collection !== undefined && !/^[A-Za-z0-9_-]{1,200}$/.test(o.collection))
+      problems.push(`collection must match /^[A-Za-z0-9_-]{1,200}$/ (got ${JSON.stringify(o.collection)})`);
     const port = o.port ?? DEFAULT_STORE_SERVE_PORT;
     if (!Number.isInteger(port) || port < 0 || port > 65535) problems.push(`port must be an integer in [0, 65535] (got ${port})`);
     if (o.maxBodyBytes !== undefined && (!Number.isInteger(o.maxBodyBytes) || o.maxBodyBytes < 1024)) problems.push("maxBodyBytes must be an integer ≥ 1024");
@@ -197,7 +198,10 @@ export class StoreServer {
         res.end(text);
         return;
       }
-      const segs = url.pathname.split("/").filter((s) => s !== "").map(decodeSegment);
+      const segs = url.pathname
+        .split("/")
+        .filter((s) => s !== "")
+        .map(decodeSegment);
       route = this.routeLabel(segs);
       const result = await this.route(req.method ?? "GET", segs, req);
       send(res, 200, { result, status: "ok", time: elapsed() });
@@ -291,7 +295,15 @@ export class StoreServer {
     const meta = await this.metaPoint();
     switch (op) {
       case "GET ":
-        return { status: "green", optimizer_status: "ok", points_count: meta ? 1 : 0, indexed_vectors_count: 0, segments_count: 1, config: { params: { vectors: {} } }, payload_schema: {} };
+        return {
+          status: "green",
+          optimizer_status: "ok",
+          points_count: meta ? 1 : 0,
+          indexed_vectors_count: 0,
+          segments_count: 1,
+          config: { params: { vectors: {} } },
+          payload_schema: {},
+        };
       case "PUT points":
         return this.commit(state, req);
       case "POST points": {
@@ -342,13 +354,16 @@ export class StoreServer {
     const vectors = body.vectors;
     const named = isRecord(vectors) && !("size" in vectors) ? Object.entries(vectors) : [];
     const [vectorName, params] = named.length === 1 ? named[0]! : [null, null];
-    if (vectorName === null || !isRecord(params)) throw badRequest("store serve needs exactly one named dense vector, e.g. {\"vectors\": {\"dense\": {\"size\": 256, \"distance\": \"Cosine\"}}}");
-    if (!Number.isInteger(params.size) || (params.size as number) < 1 || (params.size as number) > 65_536) throw badRequest(`vector size must be a positive integer (got ${JSON.stringify(params.size)})`);
+    if (vectorName === null || !isRecord(params))
+      throw badRequest('store serve needs exactly one named dense vector, e.g. {"vectors": {"dense": {"size": 256, "distance": "Cosine"}}}');
+    if (!Number.isInteger(params.size) || (params.size as number) < 1 || (params.size as number) > 65_536)
+      throw badRequest(`vector size must be a positive integer (got ${JSON.stringify(params.size)})`);
     if (params.distance !== "Cosine") throw badRequest(`store serve supports distance Cosine only (got ${JSON.stringify(params.distance)})`);
     const sparse = isRecord(body.sparse_vectors) ? Object.entries(body.sparse_vectors) : [];
     if (sparse.length > 1) throw badRequest("store serve supports at most one sparse vector");
     const sparseEntry = sparse[0];
-    if (sparseEntry && (!isRecord(sparseEntry[1]) || sparseEntry[1].modifier !== "idf")) throw badRequest(`sparse vector \`${sparseEntry[0]}\` must use {"modifier": "idf"}`);
+    if (sparseEntry && (!isRecord(sparseEntry[1]) || sparseEntry[1].modifier !== "idf"))
+      throw badRequest(`sparse vector \`${sparseEntry[0]}\` must use {"modifier": "idf"}`);
     const dims = params.size as number;
     const published = await this.store.info();
     if (published.version !== null && published.count > 0 && published.dims !== dims) {
@@ -440,7 +455,7 @@ export class StoreServer {
   // -- writes ---------------------------------------------------------------------------------
 
   private async upsert(state: CollectionState, body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
-    if (!Array.isArray(body.points)) throw badRequest("store serve accepts upserts in the `points` form ({\"points\": [{id, vector, payload}]})");
+    if (!Array.isArray(body.points)) throw badRequest('store serve accepts upserts in the `points` form ({"points": [{id, vector, payload}]})');
     const raw: unknown[] = body.points;
     const points = raw.map((p, i) => this.parsePoint(state, p, i));
     const slot = await this.writerFor(state, req);
@@ -453,7 +468,7 @@ export class StoreServer {
   }
 
   private async deletePoints(state: CollectionState, body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
-    if (!Array.isArray(body.points)) throw badRequest("store serve deletes by ids only ({\"points\": [ids]})");
+    if (!Array.isArray(body.points)) throw badRequest('store serve deletes by ids only ({"points": [ids]})');
     const raw: unknown[] = body.points;
     const ids = raw.map((x, i) => pointId(x, `points[${i}]`));
     const slot = await this.writerFor(state, req);
@@ -587,9 +602,17 @@ export class StoreServer {
     return { points, next_page_offset: null };
   }
 
-  private async scrollWriterView(state: CollectionState, body: Record<string, unknown>, req: IncomingMessage, limit: number, offset: string | null, withPayload: unknown): Promise<unknown> {
+  private async scrollWriterView(
+    state: CollectionState,
+    body: Record<string, unknown>,
+    req: IncomingMessage,
+    limit: number,
+    offset: string | null,
+    withPayload: unknown,
+  ): Promise<unknown> {
     if (body.filter !== undefined && body.filter !== null) throw badRequest("a scroll with a writer header (the writer's staged view) takes no filter");
-    if (body.with_vector !== undefined && body.with_vector !== false) throw badRequest("a scroll with a writer header (the writer's staged view) returns no vectors");
+    if (body.with_vector !== undefined && body.with_vector !== false)
+      throw badRequest("a scroll with a writer header (the writer's staged view) returns no vectors");
     const slot = await this.writerFor(state, req);
     const view = await this.exclusive(slot, async () => {
       const base = this.store.currentSegment()?.version ?? null;
@@ -608,7 +631,12 @@ export class StoreServer {
       const hash = view.hashes.get(id)!;
       const row = seg?.rowOf(id);
       const staged = slot.overlay.get(id);
-      const payload = row !== undefined && seg!.payloads[row]!.hash === hash ? seg!.payloads[row]! : staged && staged.hash === hash ? staged : ({ hash } as unknown as RepoPayload);
+      const payload =
+        row !== undefined && seg!.payloads[row]!.hash === hash
+          ? seg!.payloads[row]!
+          : staged && staged.hash === hash
+            ? staged
+            : ({ hash } as unknown as RepoPayload);
       points.push({ id, payload: project(payload, withPayload) });
     }
     return { points, next_page_offset: null };
@@ -631,10 +659,12 @@ export class StoreServer {
       if (using !== state.vectorName) throw badRequest(`dense queries must say \`"using": "${state.vectorName}"\` (got ${JSON.stringify(using)})`);
       const vector = denseVector(q, state.dims, "query");
       const ef = params.hnsw_ef ?? undefined;
-      if (ef !== undefined && (!Number.isInteger(ef) || (ef as number) < 1)) throw badRequest(`params.hnsw_ef must be a positive integer (got ${JSON.stringify(ef)})`);
+      if (ef !== undefined && (!Number.isInteger(ef) || (ef as number) < 1))
+        throw badRequest(`params.hnsw_ef must be a positive integer (got ${JSON.stringify(ef)})`);
       hits = await this.store.denseSearch({ vector, filter, limit: k, ef: ef as number | undefined, exact: params.exact === true });
     } else if (isRecord(q) && "indices" in q) {
-      if (state.sparseName === null || using !== state.sparseName) throw badRequest(`sparse queries must say \`"using": "${state.sparseName}"\` (got ${JSON.stringify(using)})`);
+      if (state.sparseName === null || using !== state.sparseName)
+        throw badRequest(`sparse queries must say \`"using": "${state.sparseName}"\` (got ${JSON.stringify(using)})`);
       const problem = sparseVectorProblem(q);
       if (problem) throw badRequest(`query: ${problem}`);
       hits = await this.sparseSearch(q as unknown as SparseVector, filter, k);
@@ -701,7 +731,14 @@ export class StoreServer {
   private async metaPoint(): Promise<Record<string, unknown> | null> {
     const info = await this.store.info();
     if (info.version === null) return null;
-    const payload = { version: info.version, embedderId: info.embedderId, dims: info.dims, publishedAt: info.publishedAt, count: info.count, lexical: SPARSE_LEXICAL_FORMAT };
+    const payload = {
+      version: info.version,
+      embedderId: info.embedderId,
+      dims: info.dims,
+      publishedAt: info.publishedAt,
+      count: info.count,
+      lexical: SPARSE_LEXICAL_FORMAT,
+    };
     return { id: META_POINT_ID, payload };
   }
 }
@@ -803,7 +840,9 @@ function sparseMismatch(given: SparseVector, derived: SparseVector): string | nu
   const order = given.indices.map((_, i) => i).sort((a, b) => given.indices[a]! - given.indices[b]!);
   const same =
     order.length === derived.indices.length &&
-    order.every((j, i) => given.indices[j] === derived.indices[i] && Math.abs(given.values[j]! - derived.values[i]!) <= 1e-6 * Math.max(1, Math.abs(derived.values[i]!)));
+    order.every(
+      (j, i) => given.indices[j] === derived.indices[i] && Math.abs(given.values[j]! - derived.values[i]!) <= 1e-6 * Math.max(1, Math.abs(derived.values[i]!)),
+    );
   return same ? null : "differs from the lexical vector of the payload (store serve derives it with src/store/qdrant/sparse.ts; send that one or none)";
 }
 
