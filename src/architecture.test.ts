@@ -21,6 +21,7 @@ const LAYERS: Record<string, number> = {
   text: 1,
   gen: 1,
   corpus: 2,
+  contract: 2,
   embed: 3,
   classify: 4,
   store: 5,

@@ -7,6 +7,7 @@
  * Scores: `score` is exp(s − s_best) of the ranker's scores s, so the best result of a response
  * scores 1 and the others (0, 1], in ranking order. Scores compare results of one response only.
  */
+import { OWNER_REPO_REGEXP } from "../contract/search-request.js";
 import { ErrorCode, ReposearchError } from "../common/errors.js";
 import { logger as rootLogger, type Logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
@@ -22,7 +23,7 @@ import { applyFilterDefaults, toStoreFilter } from "./filters.js";
 import { understandQuery, type QueryUnderstanding } from "./query.js";
 import { runRerankStage, type Reranker } from "./rerank/types.js";
 import type { IndexStats, MethodStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "./types.js";
-import { REPO_NAME_PATTERN, validateSearchRequest } from "./validate.js";
+import { validateSearchRequest } from "./validate.js";
 import { extractFeatures, FEATURES, type RankCandidate } from "./rank/features.js";
 import { loadRankerModel, scoreRanker, type RankerModel } from "./rank/model.js";
 import rankerFile from "./rank/ranker-model.json" with { type: "json" };
@@ -431,7 +432,7 @@ export function rankPool(pool: CandidatePool, ranker: RankerModel): Candidate[] 
  */
 export function promoteNamed(cands: Candidate[], text: string): Candidate[] {
   const q = text.trim().toLowerCase();
-  if (cands.length < 2 || !REPO_NAME_PATTERN.test(q)) return cands;
+  if (cands.length < 2 || !OWNER_REPO_REGEXP.test(q)) return cands;
   const i = cands.findIndex((c) => c.payload.key === q || c.payload.aliasKeys.includes(q));
   if (i <= 0) return cands;
   const [named] = cands.splice(i, 1);

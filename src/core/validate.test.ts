@@ -94,7 +94,8 @@ describe("validateSearchRequest", () => {
       accepts(withFilters({ [key]: 1_000_000 }));
       rejects(withFilters({ [key]: -1 }), `filters.${key}`, "minimum");
       rejects(withFilters({ [key]: 1.5 }), `filters.${key}`, "type");
-      rejects(withFilters({ [key]: 2 ** 60 }), `filters.${key}`, "type");
+      // Beyond a safe integer: the contract's bound, the same rule the REST schema reports.
+      rejects(withFilters({ [key]: 2 ** 60 }), `filters.${key}`, "maximum");
     }
   });
 
@@ -140,8 +141,8 @@ describe("validateSearchRequest", () => {
     rejects(withFilters({ excludeArchived: "false" }), "filters.excludeArchived", "type");
   });
 
-  it("staleAfterMonths: integer 1 to 600", () => {
-    rejects(withFilters({ staleAfterMonths: 0 }), "filters.staleAfterMonths", "minimum");
+  it("staleAfterMonths: integer greater than 0, at most 600", () => {
+    rejects(withFilters({ staleAfterMonths: 0 }), "filters.staleAfterMonths", "exclusiveMinimum");
     accepts(withFilters({ staleAfterMonths: 1 }));
     accepts(withFilters({ staleAfterMonths: 600 }));
     rejects(withFilters({ staleAfterMonths: 601 }), "filters.staleAfterMonths", "maximum");
@@ -156,9 +157,9 @@ describe("validateSearchRequest", () => {
       assert.ok(err instanceof ReposearchError);
       assert.deepEqual(
         err.details?.map((d) => `${d.path}:${d.rule}`),
-        ["query:minLength", "limit:maximum", "filters.topics:minItems", "filters.staleAfterMonths:minimum"],
+        ["query:minLength", "limit:maximum", "filters.topics:minItems", "filters.staleAfterMonths:exclusiveMinimum"],
       );
-      assert.match(err.message, /^invalid search request: query must not be empty \(and 3 more\)$/);
+      assert.match(err.message, /^invalid search request: query must be at least 1 character long \(and 3 more\)$/);
       assert.equal(err.toJSON().error.details?.length, 4);
     }
   });

@@ -4,7 +4,8 @@
  * live configuration so the guide states what this deployment actually enforces.
  */
 import { CATEGORIES } from "../dataset/record.js";
-import { DOCS_PATH, HEALTH_PATH, LIMITS, OPENAPI_PATH, SEARCH_PATH } from "./openapi.js";
+import { LIMITS } from "../contract/search-request.js";
+import { DOCS_PATH, HEALTH_PATH, OPENAPI_PATH, SEARCH_PATH } from "./openapi.js";
 
 export interface LlmsTxtOptions {
   readonly ipPerMinute: number;

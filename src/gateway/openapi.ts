@@ -1,39 +1,14 @@
 /**
- * The OpenAPI 3.1 description of the public REST API: the single source of truth. The gateway
- * serves it verbatim at /.well-known/openapi.json, renders /docs from it, and compiles its request
- * schema into the validator (validation.ts), so the document cannot drift from what is enforced.
+ * The OpenAPI 3.1 description of the public REST API. The gateway serves it verbatim at
+ * /.well-known/openapi.json, renders /docs from it, and validates bodies with its schemas
+ * (validation.ts), so the document cannot drift from what is enforced. The request schemas come from
+ * the contract (src/contract/search-request.ts), which the core and the MCP tools share.
  *
  * Schemas are plain JSON Schema 2020-12 (the 3.1 dialect) and use only keywords ajv understands in
  * strict mode, so every schema here is also checked by compiling it.
  */
-import { CATEGORIES } from "../dataset/record.js";
-
-export type JsonType = "object" | "array" | "string" | "integer" | "number" | "boolean" | "null";
-
-/** The subset of JSON Schema 2020-12 this document uses. */
-export interface JsonSchema {
-  readonly $ref?: string;
-  readonly type?: JsonType | readonly JsonType[];
-  readonly title?: string;
-  readonly description?: string;
-  readonly default?: unknown;
-  readonly examples?: readonly unknown[];
-  readonly enum?: readonly (string | number | boolean | null)[];
-  readonly const?: unknown;
-  readonly format?: string;
-  readonly pattern?: string;
-  readonly minLength?: number;
-  readonly maxLength?: number;
-  readonly minimum?: number;
-  readonly maximum?: number;
-  readonly exclusiveMinimum?: number;
-  readonly minItems?: number;
-  readonly maxItems?: number;
-  readonly items?: JsonSchema;
-  readonly properties?: Readonly<Record<string, JsonSchema>>;
-  readonly required?: readonly string[];
-  readonly additionalProperties?: boolean | JsonSchema;
-}
+import { COMPONENTS_REF, type JsonSchema } from "../contract/json-schema.js";
+import { requestSchemas } from "../contract/search-request.js";
 
 interface HeaderObject {
   readonly description: string;
@@ -105,31 +80,7 @@ export const PUBLIC_ERROR_CODES = [
   "RATE_LIMIT_UNAVAILABLE",
 ] as const;
 
-/** Request limits (service-spec.md §2.1, §2.2, §8); shared by the schema, llms.txt and docs. */
-export const LIMITS = {
-  queryMinLength: 1,
-  queryMaxLength: 500,
-  limitMin: 1,
-  limitMax: 50,
-  limitDefault: 10,
-  languageMaxLength: 100,
-  excludeReposMaxItems: 50,
-  staleAfterMonthsMax: 600,
-} as const;
-
-export const OWNER_REPO_PATTERN = "^[^/\\s]+/[^/\\s]+$";
-
-const ref = (name: SchemaName): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
-// The upper bound is the core's (src/core/validate.ts accepts safe integers only): without it a value such as
-// 12345678901234567890 passed this schema, was debited, then refused by the core as "must be an integer" (and refunded).
-const nonNegativeInt = (description: string): JsonSchema => ({ type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
-
-const categoryEnum: JsonSchema = {
-  type: "string",
-  enum: [...CATEGORIES],
-  description:
-    "One of the 13 fixed repository categories: library, framework, tool, application, infrastructure, ai-ml, agent, frontend, data, starter, curated-list, educational, plugin.",
-};
+const ref = (name: SchemaName): JsonSchema => ({ $ref: `${COMPONENTS_REF}${name}` });
 
 export const SCHEMA_NAMES = [
   "SearchRequest",
@@ -150,98 +101,8 @@ export type SchemaName = (typeof SCHEMA_NAMES)[number];
 
 /** The component schemas, usable on their own (refs point at #/components/schemas/<Name>). */
 export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
-  SearchRequest: {
-    type: "object",
-    title: "SearchRequest",
-    description: "A search. Only `query` is required. Unknown top-level properties are rejected with 400 VALIDATION_ERROR (rule `additionalProperties`).",
-    additionalProperties: false,
-    required: ["query"],
-    properties: {
-      query: {
-        type: "string",
-        minLength: LIMITS.queryMinLength,
-        maxLength: LIMITS.queryMaxLength,
-        description:
-          "Natural-language description of what you are looking for: an implementation pattern, architecture, library capability or repository type. 1 to 500 characters. A whitespace-only query is accepted and returns no results.",
-        examples: ["rate limiter middleware for express backed by redis", "rust library for parsing TOML with serde support"],
-      },
-      limit: {
-        type: "integer",
-        minimum: LIMITS.limitMin,
-        maximum: LIMITS.limitMax,
-        default: LIMITS.limitDefault,
-        description: "Maximum number of results, 1 to 50. Default 10.",
-      },
-      includeTree: {
-        type: "boolean",
-        default: false,
-        description: "When true, every result carries `tree`, a compact file tree of the repository. Default false.",
-      },
-      filters: {
-        ...ref("Filters"),
-        default: { excludeArchived: true },
-        description: 'Metadata constraints applied before ranking. Default `{"excludeArchived": true}`.',
-      },
-    },
-  },
-  Filters: {
-    type: "object",
-    title: "Filters",
-    description:
-      "Metadata constraints, applied before ranking; all given constraints must hold. Unknown properties are rejected (400, rule `additionalProperties`) so that a misspelt filter never silently widens a search.",
-    additionalProperties: false,
-    properties: {
-      minStars: nonNegativeInt("At least this many stars."),
-      maxStars: nonNegativeInt("At most this many stars; with minStars forms a band."),
-      minForks: nonNegativeInt("At least this many forks."),
-      maxForks: nonNegativeInt("At most this many forks; with minForks forms a band."),
-      language: {
-        type: "string",
-        minLength: 1,
-        maxLength: LIMITS.languageMaxLength,
-        description: "Exact primary-language match, case-insensitive (`Rust` and `rust` both match). 1 to 100 characters.",
-        examples: ["TypeScript"],
-      },
-      excludeRepos: {
-        type: "array",
-        maxItems: LIMITS.excludeReposMaxItems,
-        description:
-          "Repositories to omit from the results, as `owner/repo`. At most 50 items. A project known under several names (see Result.aliases) is omitted by any of them.",
-        items: {
-          type: "string",
-          pattern: OWNER_REPO_PATTERN,
-          description: "`owner/repo`: two non-empty parts separated by one slash, no whitespace.",
-        },
-        examples: [["expressjs/express"]],
-      },
-      categories: {
-        type: "array",
-        description:
-          "Category allow-list. Omitted: the default implementation-focused list (every category except `educational` and `curated-list`). One or more values: only those categories (listing `educational` or `curated-list` searches those). `[]`: no category filtering at all.",
-        items: ref("Category"),
-        examples: [["library", "framework"]],
-      },
-      topics: {
-        type: "array",
-        minItems: 1,
-        description: "A repository must carry at least one of these topics (owner-set, freeform tags). At least 1 item.",
-        items: { type: "string", minLength: 1 },
-        examples: [["rate-limiting"]],
-      },
-      excludeArchived: {
-        type: "boolean",
-        default: true,
-        description: "When true (the default) archived repositories are excluded; false includes them.",
-      },
-      staleAfterMonths: {
-        type: "integer",
-        exclusiveMinimum: 0,
-        maximum: LIMITS.staleAfterMonthsMax,
-        description: "Exclude repositories not pushed within the last N months (1 to 600). No default: when omitted there is no freshness cutoff.",
-      },
-    },
-  },
-  Category: categoryEnum,
+  // The request schemas have one source, src/contract/search-request.ts.
+  ...requestSchemas,
   SearchResponse: {
     type: "object",
     title: "SearchResponse",

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "../common/logger.js";
 import type { SearchRequest, SearchResponse } from "../core/types.js";
-import { LIMITS } from "./openapi.js";
+import { LIMITS } from "../contract/search-request.js";
 import { throttledLog } from "./limiter.js";
 
 export interface QueryCache {

@@ -306,7 +306,7 @@ for (const streams of [0, 1])
       const err = await expectError(client.search({ query: "", limit: 99, filters: { topics: [], categories: ["nope" as "library"], excludeRepos: ["bad"] } }));
       assert.equal(err.code, ErrorCode.ValidationError);
       assert.equal(grpcCodeOf(err), grpc.status.INVALID_ARGUMENT);
-      assert.match(err.message, /^invalid search request: query must not be empty/);
+      assert.match(err.message, /^invalid search request: query must be at least 1 character long/);
       assert.deepEqual(
         err.details?.map((d) => `${d.path}:${d.rule}`),
         ["query:minLength", "limit:maximum", "filters.excludeRepos[0]:pattern", "filters.categories[0]:enum", "filters.topics:minItems"],
