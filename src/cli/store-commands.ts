@@ -1,6 +1,6 @@
 /**
  * `reposearch store serve`: the embedded index under --data-dir, served over the subset of Qdrant's REST
- * API that QdrantStore uses (src/store/serve/server.ts), so indexers on other machines can write it with
+ * API that QdrantStore uses (src/store/embedded/serve/server.ts), so indexers on other machines can write it with
  * VECTOR_STORE=qdrant QDRANT_URL=http://HOST:PORT.
  */
 import { ErrorCode, ReposearchError } from "../common/errors.js";

@@ -3,7 +3,7 @@
  * share it when they run together), prom-client's default process/Node.js metrics on it once, and
  * get-or-create helpers so that two components registering the same metric on one registry reuse it
  * instead of throwing. Metric definitions live with their owners: src/gateway/metrics.ts,
- * src/core/metrics.ts, src/store/serve/server.ts. docs/observability.md lists them all.
+ * src/core/metrics.ts, src/store/embedded/serve/server.ts. docs/observability.md lists them all.
  */
 import cluster from "node:cluster";
 import {

@@ -8,7 +8,6 @@ import { embeddedStoreFromConfig } from "./embedded/index.js";
 import { QdrantStore, qdrantStoreOptionsFromConfig } from "./qdrant/store.js";
 import type { VectorStore } from "./types.js";
 
-export { VECTOR_STORE_KINDS, type QdrantSettings, type VectorStoreKind } from "../config/config.js";
 
 export interface StoreSettings {
   readonly kind: VectorStoreKind;

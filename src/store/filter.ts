@@ -60,18 +60,6 @@ export interface Filter {
   must_not?: Condition | Condition[] | null;
 }
 
-export function asList(c: Condition | Condition[] | null | undefined): Condition[] {
-  if (c === undefined || c === null) return [];
-  return Array.isArray(c) ? c : [c];
-}
-
-export const isFieldCondition = (c: Condition): c is FieldCondition => typeof (c as FieldCondition).key === "string";
-export const isIsNull = (c: Condition): c is IsNullCondition => (c as IsNullCondition).is_null !== undefined;
-export const isIsEmpty = (c: Condition): c is IsEmptyCondition => (c as IsEmptyCondition).is_empty !== undefined;
-export const isHasId = (c: Condition): c is HasIdCondition => Array.isArray((c as HasIdCondition).has_id);
-export const isNestedFilter = (c: Condition): c is Filter =>
-  !isFieldCondition(c) && !isIsNull(c) && !isIsEmpty(c) && !isHasId(c) && ("must" in c || "should" in c || "must_not" in c);
-
 /** Qdrant accepts point ids as UUIDs in any of their spellings; compare them in one canonical form. */
 export function normalizePointId(id: string): string {
   const hex = id.replace(/^urn:uuid:/i, "").replace(/^\{(.*)\}$/, "$1");

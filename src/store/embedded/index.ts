@@ -4,7 +4,7 @@
  */
 import { IndexDir } from "./writer.js";
 
-export { EmbeddedStore, embeddedStoreFromConfig } from "./store.js";
+export { embeddedStoreFromConfig } from "./store.js";
 export { BootstrapStore, FallbackStore } from "./bootstrap.js";
 export { DEFAULT_STORE_SERVE_PORT, StoreServer } from "./serve/server.js";
 

@@ -17,7 +17,7 @@ import type { RepoPayload } from "../../dataset/record.js";
 import { Bitset } from "./bitset.js";
 import { prepareDense, type DenseData, type SubgraphData, type SubgraphField } from "./dense.js";
 
-export type { SubgraphData, SubgraphField };
+export type { SubgraphField };
 import { HnswGraph, type HnswParams } from "./hnsw.js";
 
 /** Keyword fields that get subgraphs: those whose filters are correlated with the embedding. */
