@@ -122,6 +122,10 @@ test("compose: the core scales (no container_name, no host port, 2 replicas) and
   assert.equal(env.CONNECT_PORT ?? "50052", "50052");
   assert.ok(((core.expose ?? []) as unknown[]).map(String).includes("50052"), "the Connect port is exposed to the network (not published)");
   assert.equal(env.HOST, "0.0.0.0", "the core listens beyond loopback");
+  // ...so it needs service tokens (it refuses to start without), and the gateway presents its own.
+  const gatewayToken = /^gateway=(.+)$/.exec(env.CORE_AUTH_TOKENS ?? "")?.[1];
+  assert.ok(gatewayToken, "the core names the gateway's token in CORE_AUTH_TOKENS");
+  assert.equal(envOf(svc("gateway")).CORE_TOKEN, gatewayToken, "the gateway sends the token the core expects");
   assert.equal(env.VECTOR_STORE, "qdrant");
   assert.match(env.QDRANT_URL ?? "", /^http:\/\/qdrant:6333\/?$/);
   assert.equal(dependsOn(core).qdrant, "service_healthy");

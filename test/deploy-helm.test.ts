@@ -18,6 +18,7 @@ import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/Horizo
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { Job } from "kubernetes-models/batch/v1/Job";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
 import { Secret } from "kubernetes-models/v1/Secret";
@@ -217,6 +218,32 @@ test("helm: templates produce the same kinds as k8s/, each with the recommended 
   assert.match(job, /parallelism: \{\{ \$shards \}\}/);
 });
 
+test("helm: the core's NetworkPolicy admits the gateway to grpc and connect and Prometheus to metrics; both sides get the core token", () => {
+  const policy = templateText("core-networkpolicy.yaml");
+  assert.match(policy, /^\{\{- if \.Values\.networkPolicy\.enabled \}\}/);
+  assert.equal(values.networkPolicy.enabled, true, "on by default");
+  assert.match(policy, /podSelector:\s*\n\s*matchLabels:\s*\n\s*\{\{- include "reposearch\.selectorLabels" \(dict "ctx" \. "component" "core"\)/);
+  const [gatewayRule, prometheusRule] = policy.split(/\n {4}- from:/).slice(1);
+  assert.match(gatewayRule!, /"component" "gateway"/);
+  assert.deepEqual(
+    [...gatewayRule!.matchAll(/- port: (\w+)/g)].map((m) => m[1]),
+    ["grpc", "connect"],
+  );
+  assert.match(prometheusRule!, /networkPolicy\.prometheus\.namespaceSelector/);
+  assert.deepEqual(
+    [...prometheusRule!.matchAll(/- port: (\w+)/g)].map((m) => m[1]),
+    ["metrics"],
+  );
+  assert.match(
+    templateText("core-deployment.yaml"),
+    /"envName" "CORE_GATEWAY_TOKEN"[\s\S]*name: CORE_AUTH_TOKENS\s*\n\s*value: gateway=\$\(CORE_GATEWAY_TOKEN\)/,
+  );
+  assert.match(templateText("gateway-deployment.yaml"), /include "reposearch\.env\.coreToken" \(dict "ctx" \. "envName" "CORE_TOKEN"\)/);
+  assert.match(templateText("secret.yaml"), /CORE_GATEWAY_TOKEN: \{\{ required/);
+  const validate = compileSchema();
+  assert.equal(validate(withValue("coreAuth.gatewayToken", "short")), false, "a token under 24 characters is rejected");
+});
+
 function helmAvailable(): boolean {
   const r = spawnSync("helm", ["version", "--short"], { encoding: "utf8", timeout: 30_000 });
   return !r.error && r.status === 0;
@@ -232,6 +259,7 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
   "batch/v1/Job": Job,
   "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
 };
 
 test("helm: helm lint --strict and helm template render schema-valid, labelled objects", (t) => {

@@ -14,6 +14,7 @@ import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/Horizo
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { Job } from "kubernetes-models/batch/v1/Job";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { Namespace } from "kubernetes-models/v1/Namespace";
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
@@ -56,6 +57,7 @@ const MODELS: Record<string, ModelCtor> = {
   "batch/v1/Job": Job,
   "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
 };
 
 /** ServiceMonitor's model when @kubernetes-models/prometheus-operator is installed, else null. */
@@ -341,6 +343,39 @@ test("k8s: Qdrant is a StatefulSet with volumeClaimTemplates behind a headless S
   assert.ok((c.volumeMounts as Obj[]).some((m) => m.name === vct[0]!.metadata.name && m.mountPath === "/qdrant/storage"));
   assert.ok(c.readinessProbe && c.livenessProbe);
   assert.equal(named("ConfigMap", "reposearch-config").data.QDRANT_URL, `http://${svc.metadata.name}:6333`);
+});
+
+test("k8s: a NetworkPolicy admits only the gateway to the core's gRPC and Connect ports and Prometheus to its metrics", () => {
+  const policy = named("NetworkPolicy", "reposearch-core");
+  const core = named("Deployment", "reposearch-core");
+  const gateway = named("Deployment", "reposearch-gateway");
+  assert.ok(isSubset(policy.spec.podSelector.matchLabels, core.spec.template.metadata.labels), "it selects the core's pods");
+  assert.ok(!isSubset(policy.spec.podSelector.matchLabels, gateway.spec.template.metadata.labels), "and not the gateway's");
+  assert.deepEqual(policy.spec.policyTypes, ["Ingress"]);
+  const rules = policy.spec.ingress as Obj[];
+  const portsOf = (r: Obj) => (r.ports as Obj[]).map((p) => String(p.port)).sort();
+  const coreContainerPorts = (container(core, "core").ports as Obj[]).map((p) => String(p.name));
+  for (const r of rules) for (const p of portsOf(r)) assert.ok(coreContainerPorts.includes(p), `port ${p} is a named port of the core`);
+  // Every rule names its peers and its ports: no rule admits everyone, or every port.
+  for (const r of rules) assert.ok((r.from as Obj[] | undefined)?.length && (r.ports as Obj[] | undefined)?.length, JSON.stringify(r));
+  const fromGateway = rules.filter((r) =>
+    (r.from as Obj[]).some((f) => f.podSelector && !f.namespaceSelector && isSubset(f.podSelector.matchLabels, gateway.spec.template.metadata.labels)),
+  );
+  assert.deepEqual(fromGateway.flatMap(portsOf).sort(), ["connect", "grpc"]);
+  const others = rules.filter((r) => !fromGateway.includes(r));
+  assert.deepEqual(others.flatMap(portsOf), ["metrics"], "everyone else (Prometheus) reaches the metrics port only");
+  assert.ok(others.every((r) => (r.from as Obj[]).every((f) => f.podSelector?.matchLabels?.["app.kubernetes.io/name"] === "prometheus")));
+  // And the core demands the gateway's token, which the gateway sends.
+  const coreEnv = container(core, "core").env as Obj[];
+  const gatewayEnv = container(gateway, "gateway").env as Obj[];
+  assert.equal(coreEnv.find((e) => e.name === "CORE_AUTH_TOKENS")?.value, "gateway=$(CORE_GATEWAY_TOKEN)");
+  const tokenRef = (env: Obj[], name: string) => env.find((e) => e.name === name)?.valueFrom?.secretKeyRef?.key;
+  assert.equal(tokenRef(coreEnv, "CORE_GATEWAY_TOKEN"), "CORE_GATEWAY_TOKEN");
+  assert.equal(tokenRef(gatewayEnv, "CORE_TOKEN"), "CORE_GATEWAY_TOKEN");
+  assert.ok(
+    coreEnv.findIndex((e) => e.name === "CORE_GATEWAY_TOKEN") < coreEnv.findIndex((e) => e.name === "CORE_AUTH_TOKENS"),
+    "$(CORE_GATEWAY_TOKEN) expands only when defined earlier",
+  );
 });
 
 test("k8s: env references resolve and the Secret holds only obvious placeholders", () => {

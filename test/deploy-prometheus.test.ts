@@ -35,6 +35,12 @@ const SERVICE_METRICS = [
   "credits_refunded_micros_total",
   "serving_processes",
   "search_query_embed_batch_size",
+  "core_caller_calls_total",
+  "core_caller_searches_running",
+  "core_caller_searches_queued",
+  "core_caller_queue_wait_seconds",
+  "core_caller_searches_rejected_total",
+  "core_auth_failures_total",
 ];
 const RUNTIME_METRICS = [
   "process_cpu_seconds_total",
@@ -49,6 +55,7 @@ const HISTOGRAMS = new Set([
   "grpc_server_handling_seconds",
   "search_stage_duration_seconds",
   "search_query_embed_batch_size",
+  "core_caller_queue_wait_seconds",
   "nodejs_gc_duration_seconds",
 ]);
 const KNOWN_METRICS = new Set([...SERVICE_METRICS, ...RUNTIME_METRICS]);

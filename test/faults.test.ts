@@ -1,11 +1,13 @@
 /**
  * Fault tests of the distributed profile: a real index (real CLI), a real gRPC core and real
  * gateways in this process on LEDGER_BACKEND=postgres and CACHE_BACKEND=redis, each reaching its
- * store through a TCP proxy in this file. The proxies cut the connections mid-traffic (the shared
- * Postgres and Redis servers keep running) and restore them. The tests show that /health reports
- * the fault, the limiter policy holds (fail closed by default, capped fail-open when configured),
- * credits fail closed, and once the connection is back nothing is double-charged or lost: checked
- * per request id directly in the ledger tables, with our own client on the real Postgres port.
+ * store through a TCP proxy in this file. The proxies cut the connections mid-traffic, or freeze
+ * them (a store that accepts and never answers), while the shared Postgres and Redis servers keep
+ * running, and restore them. The tests show that /health reports the fault, the limiter policy
+ * holds (fail closed by default, capped fail-open when configured) without hanging on a frozen
+ * store, credits fail closed, warnings stay a handful however many requests are refused, and once
+ * the connection is back nothing is double-charged or lost: checked per request id directly in the
+ * ledger tables, with our own client on the real Postgres port.
  *
  * Correlation: the gateway echoes its server-generated ledger id (req_<hex>) in X-Request-Id when
  * the caller sends none, so every response maps to its ledger rows.
@@ -45,6 +47,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------------------------
 // A TCP proxy with faults: cut() destroys every connection and refuses new ones until restore().
+// freeze() stops reading either way and holds the connections open, as a SIGSTOPped server would:
+// what was sent waits in the kernel's buffers and flows again on restore().
 // cutAfterNth(pattern, n): when the n-th client→server chunk containing `pattern` passes, answers
 // stop flowing back (the chunk itself still reaches the server), and the proxy cuts shortly after:
 // the server commits the statement but its answer is lost, the worst moment for a ledger write.
@@ -52,6 +56,7 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 class FaultProxy {
   private readonly sockets = new Set<Socket>();
   private isCut = false;
+  private isFrozen = false;
   private blackhole = false;
   private trigger: { pattern: Buffer; remaining: number; delayMs: number; fired: () => void } | null = null;
   private server!: Server;
@@ -87,6 +92,10 @@ class FaultProxy {
       this.sockets.delete(client);
       this.sockets.delete(upstream);
     };
+    if (this.isFrozen) {
+      client.pause();
+      upstream.pause();
+    }
     client.on("error", drop).on("close", drop);
     upstream.on("error", drop).on("close", drop);
     client.on("data", (chunk: Buffer) => {
@@ -120,6 +129,16 @@ class FaultProxy {
   restore(): void {
     this.isCut = false;
     this.blackhole = false;
+    if (this.isFrozen) {
+      this.isFrozen = false;
+      for (const s of this.sockets) s.resume();
+    }
+  }
+
+  /** Stops moving bytes either way; connections stay open (and new ones are accepted, then stall). */
+  freeze(): void {
+    this.isFrozen = true;
+    for (const s of this.sockets) s.pause();
   }
 
   /** Resolves once the cut has happened. */
@@ -568,4 +587,88 @@ faultTest("Postgres cut in the middle of a debit (burst of 50): no double charge
   assert.equal(again.status, 200);
   await assertLedger(acct.id, [...outcomes, again]);
   console.log(`# mid-debit cut: ${JSON.stringify(summary(outcomes))}; committed-then-refunded ${refunded} (${late} after the connection came back)`);
+});
+
+faultTest(
+  "Redis frozen (accepts, never answers), fail closed: every search answered 503 within about the command timeout, /health degraded; thaws cleanly",
+  async () => {
+    const acct = await newAccount();
+    const ip = freshIp();
+    const all: Outcome[] = [];
+    await waitHealthy(gw.url, ip);
+    for (let i = 0; i < 2; i++) all.push(await search(gw.url, acct.key, ip));
+    assert.equal(count(all, 200), 2);
+
+    redisProxy.freeze();
+    const frozen: Outcome[] = [];
+    const slowest: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const o = await search(gw.url, acct.key, ip);
+      slowest.push(performance.now() - o.startedAt);
+      frozen.push(o);
+    }
+    const t0 = performance.now();
+    const h = await health(gw.url, ip);
+    const healthMs = performance.now() - t0;
+    redisProxy.restore();
+    all.push(...frozen);
+
+    for (const o of frozen) {
+      assert.equal(o.status, 503, JSON.stringify(o));
+      assert.equal(o.code, "RATE_LIMIT_UNAVAILABLE");
+      assert.equal(o.retryAfter, String(LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS));
+    }
+    // Redis commands time out after 500 ms: a frozen store costs each request about that, never a hang.
+    assert.ok(Math.max(...slowest) < 3_000, `slowest answer while frozen: ${Math.round(Math.max(...slowest))} ms`);
+    assert.equal(h.status, 200, JSON.stringify(h.body));
+    assert.equal(h.body.status, "degraded");
+    assert.equal(h.body.services.cache.status, "down");
+    assert.ok(healthMs < 2_500, `/health answered in ${Math.round(healthMs)} ms while Redis was frozen`);
+
+    await waitHealthy(gw.url, ip);
+    for (let i = 0; i < 3; i++) all.push(await search(gw.url, acct.key, ip));
+    assert.deepEqual(
+      all.slice(-3).map((o) => o.status),
+      [200, 200, 200],
+      "answers again once Redis thaws",
+    );
+    await assertLedger(acct.id, all);
+    console.log(`# redis frozen: ${JSON.stringify(summary(all))}; slowest refusal ${Math.round(Math.max(...slowest))} ms; /health ${Math.round(healthMs)} ms`);
+  },
+);
+
+faultTest("Redis cut under traffic: the gateway's warnings do not grow with the refused requests (one full line, then a count)", async () => {
+  // A gateway of its own, so no earlier scenario has opened its warning window already.
+  const quiet = await startGateway(loadConfig(envFor()), { version: VERSION, coreAddress: core.grpc.address });
+  try {
+    const acct = await fundedAccount(quiet.accounts, uniqueName("faults-quiet"), INITIAL_USD);
+    const ip = freshIp();
+    await waitHealthy(quiet.url, ip);
+    const from = logs.length;
+    redisProxy.cut();
+    const refused: Outcome[] = [];
+    for (let i = 0; i < 40; i++) refused.push(await search(quiet.url, acct.key, ip));
+    const during = logs.slice(from);
+    assert.equal(count(refused, 503, "RATE_LIMIT_UNAVAILABLE"), 40, JSON.stringify(summary(refused)));
+    const failureLines = during.filter((l) => l.includes('"upstream failure"'));
+    assert.ok(failureLines.length <= 1, `${failureLines.length} "upstream failure" lines for 40 refused requests`);
+    const warnBytes = during.filter((l) => l.includes('"level":"warn"')).reduce((n, l) => n + l.length, 0);
+    assert.ok(warnBytes < 8_000, `${warnBytes} bytes of warnings for 40 refused requests`);
+    // The window closes with one line that counts the rest. (Other gateways of this process may close
+    // windows of their own meanwhile, with their own counts.)
+    const t0 = performance.now();
+    let repeated: Record<string, unknown> | undefined;
+    while (!repeated && performance.now() - t0 < 15_000) {
+      await sleep(250);
+      repeated = logs
+        .slice(from)
+        .filter((l) => l.includes('"upstream failure (repeated)"') && l.includes("RATE_LIMIT_UNAVAILABLE"))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((r) => Number(r.suppressed) >= 39);
+    }
+    assert.ok(repeated, "a count line closes the window, counting the 39 refusals not logged in full");
+  } finally {
+    redisProxy.restore();
+    await quiet.close();
+  }
 });

@@ -19,6 +19,7 @@ import { setLogLevel, setLogSink } from "../src/common/logger.js";
 import { seededRandom } from "../src/common/random.js";
 import { loadConfig } from "../src/config/config.js";
 import { SEARCH_PRICE_MICROS } from "../src/gateway/accounts/types.js";
+import { unpairedSurrogateDetails } from "../src/gateway/unicode.js";
 import { validateResponse, validateSearchRequest } from "../src/gateway/validation.js";
 import { startCore, startGateway, type CoreHandle, type GatewayHandle } from "../src/server/serve.js";
 import { datasetLines, tempDir } from "./helpers.js";
@@ -436,7 +437,8 @@ function schemaVerdict(c: Case): "valid" | "invalid" | "unknown" {
     return "invalid";
   }
   if (parsed === null || typeof parsed !== "object") return "invalid"; // body-parser's strict mode: object or array only
-  return validateSearchRequest(parsed).ok ? "valid" : "invalid";
+  // Strings must be valid Unicode too: an unpaired surrogate is refused beside the schema (src/gateway/unicode.ts).
+  return validateSearchRequest(parsed).ok && unpairedSurrogateDetails(parsed).length === 0 ? "valid" : "invalid";
 }
 
 test(`fuzz: ${CASES} random and malformed bodies → only 200/400/403/429, every body per the schema (seed ${SEED})`, async () => {

@@ -292,3 +292,65 @@ test("credits under concurrency on Postgres, two gateways on one ledger", async 
     { kind: "topup", n: 2 },
   ]);
 });
+
+test("rate-limit headers report the scope that binds first (fewer remaining), on every answer", async () => {
+  const gw = await inProcessGateway({ RATE_LIMIT_IP_PER_MINUTE: "10", RATE_LIMIT_ACCOUNT_PER_MINUTE: "15" });
+  const a = await account(gw.accounts, 5);
+  const [ipA, ipB] = [uniqueIp(), uniqueIp()];
+  const headers = (x: Answer) => [x.status, x.headers.get("x-ratelimit-limit"), x.headers.get("x-ratelimit-remaining")];
+  // From ipA the per-IP budget (10) runs out before the account's (15): the headers follow the IP scope.
+  const fromA: Answer[] = [];
+  for (let i = 0; i < 10; i++) fromA.push(await answer(await search(gw.url, a.key, ipA)));
+  assert.deepEqual(
+    fromA.map(headers),
+    Array.from({ length: 10 }, (_, i) => [200, "10", String(9 - i)]),
+    "a client pacing itself by the headers sees the per-IP budget it is about to exhaust",
+  );
+  const refusedA = await answer(await search(gw.url, a.key, ipA));
+  assert.deepEqual(headers(refusedA), [429, "10", "0"]);
+  // From ipB the account has 5 left and the address 10: the account binds.
+  const fromB: Answer[] = [];
+  for (let i = 0; i < 5; i++) fromB.push(await answer(await search(gw.url, a.key, ipB)));
+  assert.deepEqual(
+    fromB.map(headers),
+    Array.from({ length: 5 }, (_, i) => [200, "15", String(4 - i)]),
+  );
+  const refusedB = await answer(await search(gw.url, a.key, ipB));
+  assert.equal(refusedB.code, "RATE_LIMIT_EXCEEDED");
+  assert.deepEqual(headers(refusedB), [429, "15", "0"]);
+  assert.ok(Number(refusedB.headers.get("retry-after")) >= 1);
+  // Answers other than a search pass the per-IP limit only, and report it: health, a 401.
+  const health = await fetch(`${gw.url}/health`, { headers: { "x-forwarded-for": ipB } });
+  assert.deepEqual([health.status, health.headers.get("x-ratelimit-limit"), health.headers.get("x-ratelimit-remaining")], [200, "10", "3"]);
+  const unauth = await answer(await search(gw.url, undefined, ipB));
+  assert.deepEqual(headers(unauth), [401, "10", "2"]);
+  assert.equal(await gw.accounts.balance(a.name), 5 * MICROS_PER_USD - 15 * SEARCH_PRICE_MICROS);
+});
+
+test("forwarding headers cannot choose the per-IP key: ignored from untrusted peers; behind a trusted proxy only the right-most untrusted hop counts", async () => {
+  const spoofs = (i: number): Record<string, string> => ({
+    "x-forwarded-for": `203.0.113.${i}`,
+    "x-real-ip": `203.0.113.${i}`,
+    forwarded: `for=203.0.113.${i}`,
+    "true-client-ip": `203.0.113.${i}`,
+    "cf-connecting-ip": `203.0.113.${i}`,
+    "x-client-ip": `203.0.113.${i}`,
+  });
+  // No trusted proxy: the socket's address is the key whatever the headers say. (Memory backend: the
+  // key 127.0.0.1 is then this gateway's own, not shared with other runs on Redis.)
+  const direct = await inProcessGateway({ CACHE_BACKEND: "memory", TRUSTED_PROXIES: "", RATE_LIMIT_IP_PER_MINUTE: "5" });
+  const directStatuses: number[] = [];
+  for (let i = 1; i <= 8; i++) directStatuses.push((await fetch(`${direct.url}/health`, { headers: spoofs(i) })).status);
+  assert.deepEqual(directStatuses, [200, 200, 200, 200, 200, 429, 429, 429]);
+
+  // Behind a trusted proxy (127.0.0.1): entries the client wrote to the left of the proxy's are ignored.
+  const proxied = await inProcessGateway({ RATE_LIMIT_IP_PER_MINUTE: "5" });
+  const client = uniqueIp();
+  const proxiedStatuses: number[] = [];
+  for (let i = 1; i <= 8; i++) {
+    const forged = `198.51.100.${i}, 10.${i}.0.1`;
+    proxiedStatuses.push((await fetch(`${proxied.url}/health`, { headers: { ...spoofs(i), "x-forwarded-for": `${forged}, ${client}` } })).status);
+  }
+  assert.deepEqual(proxiedStatuses, [200, 200, 200, 200, 200, 429, 429, 429]);
+  assert.equal(Number(await redis.get(`reposearch:rl:ip:${client}`)), 8, "counted under the address the proxy saw");
+});

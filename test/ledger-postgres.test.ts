@@ -35,7 +35,7 @@ accountStoreContract("postgres", async () => {
     // The contract's race queues ~1,700 debits per store behind one account's row lock: about 400 commits/s
     // here and half that on a loaded CI machine, so the last one waits for a connection longer than the
     // default 10 s acquire bound (which bounds a request in service, not a test's deliberate burst).
-    open: () => PostgresAccountStore.open({ connectionString: DATABASE_URL, schema, max: 8, acquireTimeoutMillis: 120_000 }),
+    open: (opts) => PostgresAccountStore.open({ connectionString: DATABASE_URL, schema, max: 8, acquireTimeoutMillis: 120_000, ...opts }),
     exec: async (sql) => {
       await raw.query(sql);
     },
@@ -58,7 +58,7 @@ test("postgres: concurrent migrators apply each migration once; TRUNCATE of the 
   await raw.connect();
   try {
     const versions = await raw.query("SELECT version FROM schema_migrations ORDER BY version");
-    assert.deepEqual(versions.rows, [{ version: 1 }]);
+    assert.deepEqual(versions.rows, [{ version: 1 }, { version: 2 }]);
     const a = await stores[0]!.createAccount("trunc");
     await stores[1]!.topup(a.name, 5 * MICROS_PER_USD);
     await assert.rejects(raw.query("TRUNCATE ledger"), /append-only/);

@@ -2,7 +2,8 @@
  * GET /health. The report's services are the spec's two (db, cache); the search core is not listed
  * but decides the overall status, because without it the API cannot answer a search.
  *
- * Rules: core not SERVING (or no answer within the timeout) or db down → unhealthy (503);
+ * Rules: core not SERVING (or no answer within the timeout), db down, or the gateway draining for
+ * shutdown (so that load balancers stop sending before it stops listening) → unhealthy (503);
  * otherwise cache down → degraded (200); otherwise healthy (200). Every check runs in parallel under
  * its own timeout, so the endpoint answers within about `timeoutMs` even when a backend hangs.
  */
@@ -18,6 +19,8 @@ export interface HealthDeps {
   readonly version: string;
   /** Epoch milliseconds when the gateway started. */
   readonly startedAt: number;
+  /** The gateway drains for shutdown. */
+  readonly draining?: boolean;
 }
 
 class CheckTimeout extends Error {}
@@ -56,7 +59,7 @@ export async function checkHealth(
     serviceCheck(() => deps.accounts.health(), timeoutMs),
     serviceCheck(deps.cacheHealth, timeoutMs),
   ]);
-  const status = core !== "SERVING" || db.status === "down" ? "unhealthy" : cache.status === "down" ? "degraded" : "healthy";
+  const status = deps.draining || core !== "SERVING" || db.status === "down" ? "unhealthy" : cache.status === "down" ? "degraded" : "healthy";
   const body: HealthBody = {
     status,
     services: { db, cache },

@@ -3,6 +3,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "vitest";
 import express from "express";
+import { Logger } from "../common/logger.js";
+import { loadConfig } from "../config/config.js";
 import { createAppServer } from "./http-server.js";
 
 test("requests and responses are born with express's prototypes, and express works on them as usual", async () => {
@@ -15,7 +17,7 @@ test("requests and responses are born with express's prototypes, and express wor
       .set("X-Seen", req.get("x-probe") ?? "")
       .json({ id: req.params.id, q: req.query.q, body: req.body as unknown, ip: req.ip, json: req.is("application/json") });
   });
-  const server = createAppServer(app);
+  const { server } = createAppServer(app, { limits: loadConfig({}).gateway.http, trustedProxies: [], logger: new Logger() });
   const seen: { req: boolean; res: boolean }[] = [];
   // Runs before express: what node:http created, before express's own setPrototypeOf.
   server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {

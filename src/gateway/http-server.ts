@@ -11,12 +11,21 @@
  * one that does not, nothing. When the prototype is already the one express sets, V8's
  * setPrototypeOf returns early and nothing else changes (node:http's documented `IncomingMessage` /
  * `ServerResponse` options exist for such subclasses).
+ *
+ * In front of the app stands the HTTP edge (http-edge.ts): the contract for what node:http would
+ * answer by itself, timeouts, connection caps and draining.
  */
 import http from "node:http";
 import type { Express } from "express";
+import { edgeServerOptions, installHttpEdge, type HttpEdge, type HttpEdgeOptions } from "./http-edge.js";
 
-/** An http.Server for `app`, as `app.listen()` would create, minus the per-request prototype change. */
-export function createAppServer(app: Express): http.Server {
+export interface AppServer {
+  readonly server: http.Server;
+  readonly edge: HttpEdge;
+}
+
+/** An http.Server for `app`, as `app.listen()` would create, minus the per-request prototype change, behind the HTTP edge. */
+export function createAppServer(app: Express, edge: HttpEdgeOptions): AppServer {
   const IncomingMessage = http.IncomingMessage as unknown as (this: http.IncomingMessage, ...args: unknown[]) => void;
   const ServerResponse = http.ServerResponse as unknown as (this: http.ServerResponse, ...args: unknown[]) => void;
   // Function constructors (node:http's own are too), so that `prototype` can be the app's objects.
@@ -28,11 +37,10 @@ export function createAppServer(app: Express): http.Server {
     ServerResponse.apply(this, args);
   }
   AppResponse.prototype = app.response;
-  return http.createServer(
-    {
-      IncomingMessage: AppRequest as unknown as typeof http.IncomingMessage,
-      ServerResponse: AppResponse as unknown as typeof http.ServerResponse,
-    },
-    app,
-  );
+  const server = http.createServer({
+    IncomingMessage: AppRequest as unknown as typeof http.IncomingMessage,
+    ServerResponse: AppResponse as unknown as typeof http.ServerResponse,
+    ...edgeServerOptions(),
+  });
+  return { server, edge: installHttpEdge(server, app, edge) };
 }

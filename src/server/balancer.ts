@@ -19,6 +19,15 @@
  * connections with `Connection: close`, and the clients reconnect through the primary, which hands
  * those connections to the least loaded worker. Closing after a response, never an idle socket, so
  * no client loses a request it already sent.
+ *
+ * Shutdown loses no connection either. A draining worker tells the primary (DRAINING) and keeps
+ * serving every connection handed to it until the primary answers HANDOFFS_DONE: IPC is ordered, so
+ * nothing can arrive after that. When only that worker stops, the primary takes it out of the
+ * rotation and answers at once. When the whole machine stops, the primary keeps listening and
+ * handing connections to the draining workers (which answer them with `Connection: close`) for
+ * SHUTDOWN_DRAIN_DELAY_MS, so load balancers see the health flip, then closes its listener and
+ * answers every worker. Closing the listener at the signal instead reset every connection still in
+ * the kernel's accept queue: requests clients had already sent.
  */
 import type { Worker } from "node:cluster";
 import { createServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
@@ -32,6 +41,10 @@ export const HANDOFF = "reposearch:connection";
 export const CLOSED = "reposearch:connections-closed";
 /** Primary → worker: close that many connections after their next response (rebalancing). */
 export const SHED = "reposearch:shed-connections";
+/** Worker → primary: this worker drains; stop handing it connections (now, or when the primary itself closes). */
+export const DRAINING = "reposearch:worker-draining";
+/** Primary → worker: no connection will be handed to this worker any more. */
+export const HANDOFFS_DONE = "reposearch:handoffs-done";
 
 /** A shed request lapses after this long, so connections idle at the time are not closed much later, when the split may be even again. */
 export const SHED_WINDOW_MS = 30_000;
@@ -51,6 +64,14 @@ interface ClosedMessage {
 interface ShedMessage {
   readonly type: typeof SHED;
   readonly count: number;
+}
+
+interface DrainingMessage {
+  readonly type: typeof DRAINING;
+}
+
+interface HandoffsDoneMessage {
+  readonly type: typeof HANDOFFS_DONE;
 }
 
 /**
@@ -90,6 +111,8 @@ export class ConnectionBalancer {
   private readonly pending: Socket[] = [];
   private turn = 0;
   private closed = false;
+  /** The primary stops: draining workers stay in the rotation until the listener closes. */
+  private stopping = false;
 
   constructor(opts: { logger: Logger }) {
     this.log = opts.logger;
@@ -131,8 +154,16 @@ export class ConnectionBalancer {
     if (i >= 0) this.slots.splice(i, 1);
   }
 
-  /** Handles a worker's CLOSED message; false when the message is not the balancer's. */
+  /** Handles a worker's CLOSED and DRAINING messages; false when the message is not the balancer's. */
   onMessage(worker: Worker, msg: unknown): boolean {
+    const type = (msg as { type?: unknown } | null)?.type;
+    if (type === DRAINING) {
+      // The whole machine stops: keep handing it connections until the listener closes (close() answers).
+      if (this.stopping && !this.closed) return true;
+      this.removeWorker(worker);
+      this.sendDone(worker);
+      return true;
+    }
     const m = msg as Partial<ClosedMessage> | null;
     if (m?.type !== CLOSED) return false;
     const slot = this.slots.find((s) => s.worker === worker);
@@ -140,16 +171,35 @@ export class ConnectionBalancer {
     return true;
   }
 
+  /** The primary stops: from now on a draining worker keeps its place until close(). */
+  beginShutdown(): void {
+    this.stopping = true;
+  }
+
   /** Live connections per serving worker id (tests, debugging). */
   connections(): Map<number, number> {
     return new Map(this.slots.map((s) => [s.worker.id, s.connections]));
   }
 
-  /** Stops accepting and drops queued connections; connections already handed off stay with their workers. */
+  /**
+   * Stops accepting, drops queued connections (only queued while no worker serves) and tells every
+   * worker that no connection will follow; connections already handed off stay with their workers.
+   */
   close(): Promise<void> {
     this.closed = true;
     for (const s of this.pending.splice(0)) s.destroy();
+    for (const slot of this.slots.splice(0)) this.sendDone(slot.worker);
     return new Promise((resolve) => (this.server.listening ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private sendDone(worker: Worker): void {
+    if (worker.isDead() || !worker.isConnected()) return;
+    const msg: HandoffsDoneMessage = { type: HANDOFFS_DONE };
+    try {
+      worker.send(msg);
+    } catch {
+      // the worker is exiting: nothing left to tell it
+    }
   }
 
   private accept(socket: Socket): void {
@@ -195,8 +245,10 @@ export function balancesConnections(config: { readonly server: { readonly proces
  * closes. `sockets` holds the live ones (graceful shutdown waits on them: node:http only counts the
  * connections its own listener accepted). `stop()` takes no more. On SHED, the next responses on
  * that many distinct connections carry `Connection: close` (node:http then closes after the response).
+ * `drain(timeoutMs)` tells the primary this worker drains and resolves once it answers that no
+ * connection will follow (or after `timeoutMs`, or when the primary is gone).
  */
-export function receiveConnections(server: HttpServer): { readonly sockets: ReadonlySet<Socket>; stop(): void } {
+export function receiveConnections(server: HttpServer): { readonly sockets: ReadonlySet<Socket>; stop(): void; drain(timeoutMs: number): Promise<void> } {
   const sockets = new Set<Socket>();
   let closedSinceReport = 0;
   let reportQueued = false;
@@ -209,6 +261,8 @@ export function receiveConnections(server: HttpServer): { readonly sockets: Read
     process.send!(msg);
   };
   let stopped = false;
+  let handoffsDone = false;
+  const onHandoffsDone = new Set<() => void>();
   let toShed = 0;
   let shedUntilMs = 0;
   const shed = new WeakSet<Socket>();
@@ -223,6 +277,11 @@ export function receiveConnections(server: HttpServer): { readonly sockets: Read
     res.setHeader("Connection", "close");
   });
   const onMessage = (msg: unknown, handle: unknown): void => {
+    if ((msg as Partial<HandoffsDoneMessage> | null)?.type === HANDOFFS_DONE) {
+      handoffsDone = true;
+      for (const done of onHandoffsDone) done();
+      return;
+    }
     const shedMsg = msg as Partial<ShedMessage> | null;
     if (shedMsg?.type === SHED) {
       toShed = Math.min(sockets.size, toShed + Math.max(0, shedMsg.count ?? 0));
@@ -231,7 +290,7 @@ export function receiveConnections(server: HttpServer): { readonly sockets: Read
     }
     if ((msg as Partial<HandoffMessage> | null)?.type !== HANDOFF || !handle) return;
     const socket = handle as Socket;
-    // Sent before the primary stopped accepting, delivered after this worker began to drain.
+    // Only after HANDOFFS_DONE (or its timeout) can this happen: a primary that no longer answers.
     if (stopped) return void socket.destroy();
     sockets.add(socket);
     socket.once("close", () => {
@@ -248,5 +307,26 @@ export function receiveConnections(server: HttpServer): { readonly sockets: Read
   return {
     sockets,
     stop: () => void (stopped = true),
+    drain(timeoutMs: number): Promise<void> {
+      if (handoffsDone || !process.connected || !process.send) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          onHandoffsDone.delete(done);
+          process.off("disconnect", done);
+          resolve();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        timer.unref();
+        onHandoffsDone.add(done);
+        process.once("disconnect", done);
+        const msg: DrainingMessage = { type: DRAINING };
+        try {
+          process.send!(msg);
+        } catch {
+          done(); // the channel closed meanwhile: no primary, no hand-offs
+        }
+      });
+    },
   };
 }

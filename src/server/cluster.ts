@@ -8,7 +8,8 @@
  *  - holds the memory rate limiter's counters (limiter.ts), so limits count once per machine;
  *  - answers scrapes with the sum over all workers (metrics.ts), so /metrics on any worker is whole;
  *  - restarts a worker that dies, after a backoff (RESTART_POLICY);
- *  - on SIGTERM/SIGINT tells every worker to drain (each runs its own graceful close) and waits.
+ *  - on SIGTERM/SIGINT tells every worker to drain (each runs its own graceful close), keeps handing
+ *    them connections for SHUTDOWN_DRAIN_DELAY_MS, then stops listening and waits.
  * A worker that fails before the cluster first became ready fails the whole start: that is a
  * configuration or index problem every replacement would repeat.
  */
@@ -118,6 +119,7 @@ export async function runClusterPrimary(config: Config, role: Role, opts: Cluste
     const ready = new Set<number>();
     let firstReady = false;
     let stopping = false;
+    let drainTimer: NodeJS.Timeout | undefined;
     let failed = false;
     let restartDelayMs = policy.initialDelayMs;
     const restartTimers = new Set<NodeJS.Timeout>();
@@ -134,19 +136,28 @@ export async function runClusterPrimary(config: Config, role: Role, opts: Cluste
       for (const t of restartTimers) clearTimeout(t);
       restartTimers.clear();
       log.info("stopping workers", { reason: why, workers: started.size });
-      // No new connections from here on; the workers drain the ones they hold.
-      void balancer?.close();
+      // The workers drain (health 503, `Connection: close` on every answer) while the balancer keeps
+      // handing them what load balancers still send, for SHUTDOWN_DRAIN_DELAY_MS; then it stops
+      // listening and tells each worker that nothing more follows (balancer.ts).
+      balancer?.beginShutdown();
       for (const w of Object.values(cluster.workers ?? {})) if (w && started.has(w.id) && !w.isDead()) w.process.kill("SIGTERM");
-      // A worker that ignores SIGTERM past its grace period (and some margin) is killed.
-      const hard = setTimeout(() => {
-        for (const w of Object.values(cluster.workers ?? {})) if (w && !w.isDead()) w.process.kill("SIGKILL");
-      }, config.server.shutdownGraceMs + 15_000);
+      if (balancer) drainTimer = setTimeout(() => void balancer.close(), config.server.shutdownDrainDelayMs);
+      // A worker that ignores SIGTERM past its drain and grace periods (and some margin) is killed.
+      const hard = setTimeout(
+        () => {
+          for (const w of Object.values(cluster.workers ?? {})) if (w && !w.isDead()) w.process.kill("SIGKILL");
+        },
+        config.server.shutdownDrainDelayMs + config.server.shutdownGraceMs + 15_000,
+      );
       hard.unref();
       maybeDone();
     };
 
     const maybeDone = (): void => {
       if (!stopping || started.size > 0) return;
+      // No worker left to hand anything to.
+      clearTimeout(drainTimer);
+      void balancer?.close();
       cluster.removeListener("message", onMessage);
       cluster.removeListener("exit", onExit);
       process.removeListener("SIGINT", onSigint);

@@ -5,13 +5,25 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, test } from "vitest";
+import { spawnSync } from "node:child_process";
 import { ErrorCode, ReposearchError } from "../../src/common/errors.js";
+import { Logger, setLogSink } from "../../src/common/logger.js";
+import { sweepReservations } from "../../src/gateway/billing.js";
+import { createGatewayMetrics } from "../../src/gateway/metrics.js";
+import { PROCESS_OWNER } from "../../src/gateway/accounts/owner.js";
 import { generateKey, parseKey } from "../../src/gateway/accounts/keys.js";
-import { MICROS_PER_USD, SCOPE_SEARCH, SEARCH_PRICE_MICROS, type AccountStore, type DebitOutcome } from "../../src/gateway/accounts/types.js";
+import {
+  MICROS_PER_USD,
+  SCOPE_SEARCH,
+  SEARCH_PRICE_MICROS,
+  type AccountStore,
+  type DebitOutcome,
+  type ReservationOwner,
+} from "../../src/gateway/accounts/types.js";
 
 export interface ContractHarness {
-  /** Opens a new store instance on the shared database, with its own connection(s). */
-  open(): Promise<AccountStore>;
+  /** Opens a new store instance on the shared database, with its own connection(s); `owner` holds its reservations. */
+  open(opts?: { owner?: ReservationOwner }): Promise<AccountStore>;
   /** Runs one raw SQL statement on the shared database, bypassing the store; rejects on SQL errors. */
   exec(sql: string): Promise<void>;
   /** Runs one raw SQL query and returns the first column of the first row. */
@@ -36,8 +48,8 @@ export function accountStoreContract(backend: string, setup: () => Promise<Contr
     const run = randomUUID().slice(0, 8);
     let n = 0;
     const uniqueName = (label: string) => `${label}-${run}-${++n}`;
-    const openExtra = async () => {
-      const s = await h.open();
+    const openExtra = async (opts?: { owner?: ReservationOwner }) => {
+      const s = await h.open(opts);
       opened.push(s);
       return s;
     };
@@ -261,6 +273,92 @@ export function accountStoreContract(backend: string, setup: () => Promise<Contr
       assert.equal(await store.balance(a.name), 5_000_000);
       assert.equal(await ledgerRows(a.name, "refund"), 50);
       assert.equal(await ledgerSum(a.name), 5_000_000);
+    });
+
+    test("reservations: a debit opens one; commit settles it once; expire refunds only an open one; refund closes it", async () => {
+      const a = await funded("reserve");
+      const ids = ["r1", "r2", "r3"].map((x) => `${x}-${run}`);
+      for (const id of ids) assert.equal((await store.debit(a.id, SEARCH_PRICE_MICROS, id)).ok, true);
+      const mine = (await store.openReservations(100_000)).filter((r) => ids.includes(r.requestId));
+      assert.deepEqual(
+        mine.map((r) => [r.requestId, r.accountId, r.micros, r.owner]),
+        ids.map((id) => [id, a.id, SEARCH_PRICE_MICROS, store.owner]),
+      );
+      assert.ok(mine.every((r) => r.ageMs >= 0 && r.ageMs < 60_000));
+      // A repeated debit of the same id opens nothing new.
+      await store.debit(a.id, SEARCH_PRICE_MICROS, ids[0]!);
+      assert.equal((await store.openReservations(100_000)).filter((r) => r.requestId === ids[0]).length, 1);
+
+      assert.equal(await store.commit(ids[0]!), true);
+      assert.equal(await store.commit(ids[0]!), false);
+      assert.equal(await store.expire(ids[0]!, "too late"), false, "a committed search is never refunded by a sweep");
+      assert.equal(await store.expire(ids[1]!, "abandoned"), true);
+      assert.equal(await store.expire(ids[1]!, "abandoned"), false);
+      assert.equal(await store.commit(ids[1]!), false, "an expired reservation cannot be committed");
+      assert.equal(await store.refund(ids[2]!, "failed"), true);
+      assert.equal(await store.expire(ids[2]!, "abandoned"), false);
+      assert.equal((await store.openReservations(100_000)).filter((r) => ids.includes(r.requestId)).length, 0);
+      assert.equal(await store.balance(a.name), 5 * MICROS_PER_USD - SEARCH_PRICE_MICROS);
+      assert.equal(await ledgerSum(a.name), 5 * MICROS_PER_USD - SEARCH_PRICE_MICROS);
+      assert.equal(await ledgerRows(a.name, "refund"), 2);
+    });
+
+    test("reservations: commit and expire racing from two store instances, exactly one wins each", async () => {
+      const a = await funded("race-reserve");
+      const other = await openExtra();
+      const ids = Array.from({ length: 40 }, (_, i) => `race-${run}-${i}`);
+      await Promise.all(ids.map((id) => store.debit(a.id, SEARCH_PRICE_MICROS, id)));
+      const outcomes = await Promise.all(ids.map((id) => Promise.all([store.commit(id), other.expire(id, "race")])));
+      for (const [committed, expired] of outcomes) assert.notEqual(committed, expired);
+      const refunded = outcomes.filter(([, expired]) => expired).length;
+      assert.equal(await ledgerRows(a.name, "refund"), refunded);
+      assert.equal(await store.balance(a.name), 5 * MICROS_PER_USD - (ids.length - refunded) * SEARCH_PRICE_MICROS);
+      assert.equal(await ledgerSum(a.name), await store.balance(a.name));
+    });
+
+    test("reservations: the sweep refunds those of a dead process at once and others' only once too old; the ledger still sums to the balance", async () => {
+      // A real process that has exited: its pid is dead on this host.
+      const dead = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" });
+      const deadOwner: ReservationOwner = { host: PROCESS_OWNER.host, pid: Number(dead.stdout), instance: "dead-instance" };
+      const remoteOwner: ReservationOwner = { host: "another-host/pid:[1]", pid: process.pid, instance: "remote-instance" };
+      const crashed = await openExtra({ owner: deadOwner });
+      const remote = await openExtra({ owner: remoteOwner });
+      const a = await funded("sweep");
+      const deadIds = [1, 2, 3].map((i) => `dead-${run}-${i}`);
+      const remoteIds = [1, 2].map((i) => `remote-${run}-${i}`);
+      for (const id of deadIds) await crashed.debit(a.id, SEARCH_PRICE_MICROS, id);
+      for (const id of remoteIds) await remote.debit(a.id, SEARCH_PRICE_MICROS, id);
+      await crashed.commit(deadIds[0]!); // answered before the crash: stays charged
+      const live = `live-${run}`;
+      await store.debit(a.id, SEARCH_PRICE_MICROS, live); // in flight in this very process
+      const lines: string[] = [];
+      const previousSink = setLogSink((l) => lines.push(l));
+      const metrics = createGatewayMetrics();
+      const sweep = (ttlMs: number) => sweepReservations({ accounts: store, metrics, log: new Logger({ test: "sweep" }), ttlMs });
+
+      try {
+        assert.equal(await sweep(3_600_000), 2);
+      } finally {
+        setLogSink(previousSink);
+      }
+      const open = new Set((await store.openReservations(100_000)).map((r) => r.requestId));
+      assert.deepEqual(
+        [...deadIds, ...remoteIds, live].map((id) => open.has(id)),
+        [false, false, false, true, true, true],
+      );
+      const logged = lines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.msg === "refunded a search that was charged but never answered");
+      assert.deepEqual(logged.map((l) => [l.requestId, l.reason]).sort(), [
+        [deadIds[1], "its process is gone"],
+        [deadIds[2], "its process is gone"],
+      ]);
+      // Too old: refunded whoever holds it (here everything open in this database, the live one included).
+      assert.ok((await sweep(0)) >= 3);
+      assert.equal(await ledgerRows(a.name, "refund"), 5);
+      assert.equal(await store.balance(a.name), 5 * MICROS_PER_USD - SEARCH_PRICE_MICROS);
+      assert.equal(await ledgerSum(a.name), 5 * MICROS_PER_USD - SEARCH_PRICE_MICROS);
+      assert.equal(await store.commit(live), false);
     });
 
     test("health: a real round trip; down (not thrown) once closed", async () => {

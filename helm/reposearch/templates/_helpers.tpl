@@ -123,6 +123,19 @@ secretKeyRef env entries. Each takes the root context.
 {{- end }}
 
 {{/*
+The gateway's service token to the core, as env `envName` (CORE_GATEWAY_TOKEN on the core, CORE_TOKEN
+on the gateway). Call with a dict: ctx: the root context; envName.
+*/}}
+{{- define "reposearch.env.coreToken" -}}
+{{- $v := .ctx.Values.coreAuth }}
+- name: {{ .envName }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $v.existingSecret.name | default (include "reposearch.secretName" .ctx) }}
+      key: {{ ternary $v.existingSecret.key "CORE_GATEWAY_TOKEN" (ne $v.existingSecret.name "") }}
+{{- end }}
+
+{{/*
 The Qdrant API key env entry, when a key is configured. Call with a dict:
   ctx: the root context; envName: QDRANT_API_KEY (reposearch) or QDRANT__SERVICE__API_KEY (qdrant)
 */}}

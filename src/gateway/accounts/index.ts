@@ -9,8 +9,6 @@ import { PostgresAccountStore, type PostgresAccountStoreOptions } from "./postgr
 import { SqliteAccountStore } from "./sqlite.js";
 import type { AccountStore } from "./types.js";
 
-export { PostgresAccountStore, type PostgresAccountStoreOptions } from "./postgres.js";
-export { SqliteAccountStore, type SqliteAccountStoreOptions } from "./sqlite.js";
 export * from "./types.js";
 
 export interface OpenAccountStoreOptions {

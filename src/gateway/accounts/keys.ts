@@ -108,10 +108,17 @@ export interface StoredKeyRow {
   readonly account_status: AccountStatus;
 }
 
-/** The principal `key` authenticates as, given the row stored under its prefix: null unless the hash matches and the key is live. */
+/** Compared against when no key is stored under the prefix (a hash of no key: nothing matches it). */
+const NO_KEY_HASH = hashKey("rsk_00000000_no-key-is-stored-under-this-prefix");
+
+/**
+ * The principal `key` authenticates as, given the row stored under its prefix: null unless the hash
+ * matches and the key is live. The key is hashed and compared whether or not a row exists, so an
+ * unknown prefix answers in the same time as a known one with a wrong secret.
+ */
 export function principalOf(key: string, row: StoredKeyRow | undefined): Principal | null {
-  if (!row) return null;
-  if (!constantTimeEqualHex(hashKey(key), row.key_hash)) return null;
+  const matches = constantTimeEqualHex(hashKey(key), row?.key_hash ?? NO_KEY_HASH);
+  if (!row || !matches) return null;
   if (row.revoked_at !== null) return null;
   return {
     accountId: row.account_id,

@@ -9,6 +9,10 @@
  * balance can never go below zero. A concurrent duplicate request id is caught by the unique index
  * (request_id, kind): the losing statement fails as a whole (its decrement vanishes with it) and the
  * caller re-reads the winner's outcome.
+ *
+ * A debit also opens a reservation (types.ts) in the same statement. Commits are gathered per event-loop
+ * turn into one DELETE; commit and expire each delete the reservation row first, so under the row lock
+ * exactly one of them wins.
  */
 import { performance } from "node:perf_hooks";
 import { randomUUID } from "node:crypto";
@@ -16,8 +20,10 @@ import pg from "pg";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { fnv1a32 } from "../../common/hash.js";
 import { logger as rootLogger, type Logger } from "../../common/logger.js";
+import { TurnBatch } from "../../common/turn-batch.js";
+import { PROCESS_OWNER } from "./owner.js";
 import { generateKey, hashKey, KEY_PREFIX_RE, parseKey, principalOf, redactKeys } from "./keys.js";
-import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, StoreHealth } from "./types.js";
+import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, Reservation, ReservationOwner, StoreHealth } from "./types.js";
 import { validateAccountName, validateDebitMicros, validateRequestId, validateScopes, validateStatus, validateTopupMicros } from "./validation.js";
 
 interface Migration {
@@ -71,6 +77,22 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only();
     `,
   },
+  {
+    version: 2,
+    name: "reservations: debits whose answer is not written yet",
+    sql: `
+      CREATE TABLE reservations (
+        request_id text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts (id),
+        amount_micros bigint NOT NULL CHECK (amount_micros > 0),
+        owner_host text NOT NULL,
+        owner_pid integer NOT NULL,
+        owner_instance text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX reservations_created_idx ON reservations (created_at);
+    `,
+  },
 ];
 
 export interface PostgresAccountStoreOptions {
@@ -93,6 +115,14 @@ export interface PostgresAccountStoreOptions {
   /** application_name of the connections (default "reposearch-accounts"), to find them in pg_stat_activity. */
   readonly applicationName?: string;
   readonly logger?: Logger;
+  /** Who holds this store's reservations (default: this process, owner.ts). */
+  readonly owner?: ReservationOwner;
+}
+
+interface PendingCommit {
+  readonly requestId: string;
+  readonly resolve: (committed: boolean) => void;
+  readonly reject: (err: unknown) => void;
 }
 
 const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -144,14 +174,18 @@ export class PostgresAccountStore implements AccountStore {
   readonly backend = "postgres" as const;
   /** The schema the store lives in, when one was given. */
   readonly schema: string | undefined;
+  readonly owner: ReservationOwner;
   private closed = false;
   private readonly pool: pg.Pool;
   private readonly healthTimeoutMs: number;
+  /** The commits of one turn, settled by one statement. */
+  private readonly commits = new TurnBatch<PendingCommit>((batch) => void this.commitBatch(batch));
 
-  private constructor(pool: pg.Pool, schema: string | undefined, healthTimeoutMs: number) {
+  private constructor(pool: pg.Pool, schema: string | undefined, healthTimeoutMs: number, owner: ReservationOwner) {
     this.pool = pool;
     this.schema = schema;
     this.healthTimeoutMs = healthTimeoutMs;
+    this.owner = owner;
   }
 
   /** Connects, creates the schema if asked for one, and applies pending migrations. */
@@ -185,7 +219,7 @@ export class PostgresAccountStore implements AccountStore {
     });
     // Without a listener an idle client's dropped connection is an unhandled 'error' event and kills the process.
     pool.on("error", (err) => log.warn("idle postgres connection failed", { error: redactKeys(err.message) }));
-    const store = new PostgresAccountStore(pool, schema, opts.healthTimeoutMillis ?? 2000);
+    const store = new PostgresAccountStore(pool, schema, opts.healthTimeoutMillis ?? 2000, opts.owner ?? PROCESS_OWNER);
     try {
       await store.migrate();
     } catch (e) {
@@ -322,9 +356,12 @@ export class PostgresAccountStore implements AccountStore {
            WHERE id = $2 AND balance_micros >= $1::bigint RETURNING id, balance_micros
          ), ins AS (
            INSERT INTO ledger (account_id, kind, amount_micros, request_id) SELECT id, 'debit', -$1::bigint, $3::text FROM upd
+         ), res AS (
+           INSERT INTO reservations (request_id, account_id, amount_micros, owner_host, owner_pid, owner_instance)
+           SELECT $3::text, id, $1::bigint, $4::text, $5::integer, $6::text FROM upd
          )
          SELECT balance_micros FROM upd`,
-        [micros, accountId, requestId],
+        [micros, accountId, requestId, this.owner.host, this.owner.pid, this.owner.instance],
       );
       if (r.rows.length > 0) return { ok: true, balanceMicros: toMicros(r.rows[0]!.balance_micros) };
     } catch (e) {
@@ -363,9 +400,75 @@ export class PostgresAccountStore implements AccountStore {
     const r = await this.pool.query<{ refunded: number }>(
       `WITH d AS (
          SELECT account_id, amount_micros FROM ledger WHERE request_id = $1::text AND kind = 'debit'
+       ), del AS (
+         DELETE FROM reservations WHERE request_id = $1::text
        ), ins AS (
          INSERT INTO ledger (account_id, kind, amount_micros, request_id, reference)
          SELECT account_id, 'refund', -amount_micros, $1::text, $2::text FROM d
+         ON CONFLICT (request_id, kind) WHERE request_id IS NOT NULL DO NOTHING
+         RETURNING account_id, amount_micros
+       ), upd AS (
+         UPDATE accounts a SET balance_micros = a.balance_micros + ins.amount_micros FROM ins WHERE a.id = ins.account_id RETURNING a.id
+       )
+       SELECT count(*)::int AS refunded FROM upd`,
+      [requestId, reason],
+    );
+    return (r.rows[0]?.refunded ?? 0) > 0;
+  }
+
+  commit(requestId: string): Promise<boolean> {
+    if (typeof requestId !== "string" || requestId.length === 0) return Promise.resolve(false);
+    return new Promise((resolve, reject) => this.commits.push({ requestId, resolve, reject }));
+  }
+
+  /** Settles each commit of `batch`; never rejects. */
+  private commitBatch(batch: readonly PendingCommit[]): Promise<void> {
+    return this.pool
+      .query<{ request_id: string }>("DELETE FROM reservations WHERE request_id = ANY($1::text[]) RETURNING request_id", [batch.map((c) => c.requestId)])
+      .then(
+        (r) => {
+          const done = new Set(r.rows.map((row) => row.request_id));
+          for (const c of batch) c.resolve(done.has(c.requestId));
+        },
+        (err: unknown) => {
+          for (const c of batch) c.reject(err);
+        },
+      );
+  }
+
+  async openReservations(limit: number): Promise<readonly Reservation[]> {
+    const r = await this.pool.query<{
+      request_id: string;
+      account_id: string;
+      amount_micros: string;
+      owner_host: string;
+      owner_pid: number;
+      owner_instance: string;
+      age_ms: number;
+    }>(
+      `SELECT request_id, account_id, amount_micros, owner_host, owner_pid, owner_instance,
+              (extract(epoch FROM now() - created_at) * 1000)::float8 AS age_ms
+       FROM reservations ORDER BY created_at, request_id LIMIT $1`,
+      [Math.max(0, Math.floor(limit))],
+    );
+    return r.rows.map((row) => ({
+      requestId: row.request_id,
+      accountId: row.account_id,
+      micros: toMicros(row.amount_micros),
+      owner: { host: row.owner_host, pid: row.owner_pid, instance: row.owner_instance },
+      ageMs: Math.max(0, row.age_ms),
+    }));
+  }
+
+  async expire(requestId: string, reason: string): Promise<boolean> {
+    if (typeof requestId !== "string" || requestId.length === 0) return false;
+    // The DELETE takes the reservation's row lock: a concurrent commit (or expire) waits and then finds nothing.
+    const r = await this.pool.query<{ refunded: number }>(
+      `WITH d AS (
+         DELETE FROM reservations WHERE request_id = $1::text RETURNING account_id, amount_micros
+       ), ins AS (
+         INSERT INTO ledger (account_id, kind, amount_micros, request_id, reference)
+         SELECT account_id, 'refund', amount_micros, $1::text, $2::text FROM d
          ON CONFLICT (request_id, kind) WHERE request_id IS NOT NULL DO NOTHING
          RETURNING account_id, amount_micros
        ), upd AS (
@@ -398,6 +501,9 @@ export class PostgresAccountStore implements AccountStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Commits still gathering this turn go out before the pool closes.
+    const pending = this.commits.take();
+    if (pending.length > 0) await this.commitBatch(pending);
     await this.pool.end();
   }
 }

@@ -30,7 +30,7 @@ accountStoreContract("sqlite", async () => {
     return raw;
   };
   return {
-    open: async () => SqliteAccountStore.open(file),
+    open: async (opts) => SqliteAccountStore.open(file, opts),
     exec: async (sql) => {
       conn().exec(sql);
     },
@@ -50,7 +50,7 @@ test("sqlite: WAL mode, busy timeout and migrations in schema_migrations", async
   const raw = new Database(file, { readonly: true });
   try {
     assert.equal(raw.pragma("journal_mode", { simple: true }), "wal");
-    assert.deepEqual(raw.prepare("SELECT version FROM schema_migrations").pluck().all(), [1]);
+    assert.deepEqual(raw.prepare("SELECT version FROM schema_migrations").pluck().all(), [1, 2]);
     const triggers = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").pluck().all();
     assert.deepEqual(triggers, ["ledger_no_delete", "ledger_no_update"]);
   } finally {

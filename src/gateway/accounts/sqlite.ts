@@ -8,6 +8,9 @@
  * interleaved with another connection's, and there is no read→write lock upgrade to deadlock on.
  * synchronous=NORMAL in WAL mode keeps the file consistent on any crash; a power loss can drop the
  * last few commits (under-charging, never double-charging).
+ *
+ * A debit also opens a reservation (types.ts) in the same transaction; the commits of one turn ride in
+ * the same group transaction as that turn's debits.
  */
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
@@ -15,7 +18,8 @@ import Database from "better-sqlite3";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { TurnBatch } from "../../common/turn-batch.js";
 import { generateKey, hashKey, KEY_PREFIX_RE, parseKey, principalOf, redactKeys } from "./keys.js";
-import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, StoreHealth } from "./types.js";
+import { PROCESS_OWNER } from "./owner.js";
+import type { Account, AccountStatus, AccountStore, CreatedKey, DebitOutcome, Principal, Reservation, ReservationOwner, StoreHealth } from "./types.js";
 import { validateAccountName, validateDebitMicros, validateRequestId, validateScopes, validateStatus, validateTopupMicros } from "./validation.js";
 
 interface Migration {
@@ -64,11 +68,29 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
         BEGIN SELECT RAISE(ABORT, 'ledger is append-only: DELETE refused'); END;
     `,
   },
+  {
+    version: 2,
+    name: "reservations: debits whose answer is not written yet",
+    sql: `
+      CREATE TABLE reservations (
+        request_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        amount_micros INTEGER NOT NULL CHECK (amount_micros > 0),
+        owner_host TEXT NOT NULL,
+        owner_pid INTEGER NOT NULL,
+        owner_instance TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX reservations_created_idx ON reservations (created_at);
+    `,
+  },
 ];
 
 export interface SqliteAccountStoreOptions {
   /** How long a connection waits for another's write lock before SQLITE_BUSY (default 5000 ms). */
   readonly busyTimeoutMs?: number;
+  /** Who holds this store's reservations (default: this process, owner.ts). */
+  readonly owner?: ReservationOwner;
 }
 
 interface AccountRow {
@@ -123,6 +145,7 @@ function migrate(db: Database.Database): void {
 }
 
 interface PendingDebit {
+  readonly kind: "debit";
   readonly accountId: string;
   readonly micros: number;
   readonly requestId: string;
@@ -130,31 +153,56 @@ interface PendingDebit {
   readonly reject: (err: unknown) => void;
 }
 
+interface PendingCommit {
+  readonly kind: "commit";
+  readonly requestId: string;
+  readonly resolve: (committed: boolean) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+type PendingWrite = PendingDebit | PendingCommit;
+
+interface ReservationRow {
+  readonly request_id: string;
+  readonly account_id: string;
+  readonly amount_micros: number;
+  readonly owner_host: string;
+  readonly owner_pid: number;
+  readonly owner_instance: string;
+  readonly created_at: string;
+}
+
 export class SqliteAccountStore implements AccountStore {
   readonly backend = "sqlite" as const;
   /** The database file. */
   readonly file: string;
+  readonly owner: ReservationOwner;
   private closed = false;
   private readonly db: Database.Database;
   private readonly stmts: ReturnType<typeof prepare>;
   private readonly topupTx: Database.Transaction<(accountName: string, micros: number, reference: string | null) => number>;
   private readonly debitTx: Database.Transaction<(accountId: string, micros: number, requestId: string) => DebitOutcome>;
   private readonly refundTx: Database.Transaction<(requestId: string, reason: string) => boolean>;
-  /** Each debit in its own savepoint, so one that throws leaves the others of its batch standing. */
-  private readonly debitBatchTx: Database.Transaction<(batch: readonly PendingDebit[]) => (DebitOutcome | Error)[]>;
-  private readonly debits = new TurnBatch<PendingDebit>((batch) => this.commitDebits(batch));
+  private readonly expireTx: Database.Transaction<(requestId: string, reason: string) => boolean>;
+  /** Each debit (or commit) in its own savepoint, so one that throws leaves the others of its batch standing. */
+  private readonly debitBatchTx: Database.Transaction<(batch: readonly PendingWrite[]) => (DebitOutcome | boolean | Error)[]>;
+  private readonly debits = new TurnBatch<PendingWrite>((batch) => this.commitDebits(batch));
 
-  private constructor(db: Database.Database, file: string) {
+  private constructor(db: Database.Database, file: string, owner: ReservationOwner) {
     this.db = db;
     this.file = file;
+    this.owner = owner;
     this.stmts = prepare(db);
     this.topupTx = db.transaction((accountName: string, micros: number, reference: string | null) => this.topupStep(accountName, micros, reference));
     this.debitTx = db.transaction((accountId: string, micros: number, requestId: string) => this.debitStep(accountId, micros, requestId));
     this.refundTx = db.transaction((requestId: string, reason: string) => this.refundStep(requestId, reason));
-    this.debitBatchTx = db.transaction((batch: readonly PendingDebit[]) =>
+    this.expireTx = db.transaction(
+      (requestId: string, reason: string) => this.stmts.deleteReservation.run(requestId).changes > 0 && this.refundStep(requestId, reason),
+    );
+    this.debitBatchTx = db.transaction((batch: readonly PendingWrite[]) =>
       batch.map((d) => {
         try {
-          return this.debitTx(d.accountId, d.micros, d.requestId);
+          return d.kind === "commit" ? this.stmts.deleteReservation.run(d.requestId).changes > 0 : this.debitTx(d.accountId, d.micros, d.requestId);
         } catch (err) {
           return err instanceof Error ? err : new Error(String(err));
         }
@@ -171,7 +219,7 @@ export class SqliteAccountStore implements AccountStore {
       db.pragma("synchronous = NORMAL");
       db.pragma("foreign_keys = ON");
       migrate(db);
-      return new SqliteAccountStore(db, file);
+      return new SqliteAccountStore(db, file, opts.owner ?? PROCESS_OWNER);
     } catch (e) {
       db.close();
       throw e;
@@ -249,11 +297,33 @@ export class SqliteAccountStore implements AccountStore {
     } catch (err) {
       return Promise.reject(err);
     }
-    return new Promise((resolve, reject) => this.debits.push({ accountId, micros, requestId, resolve, reject }));
+    return new Promise((resolve, reject) => this.debits.push({ kind: "debit", accountId, micros, requestId, resolve, reject }));
   }
 
-  private commitDebits(batch: readonly PendingDebit[]): void {
-    let results: (DebitOutcome | Error)[];
+  /** Rides in the turn's group transaction with the debits (see debit()). */
+  commit(requestId: string): Promise<boolean> {
+    if (typeof requestId !== "string" || requestId.length === 0) return Promise.resolve(false);
+    return new Promise((resolve, reject) => this.debits.push({ kind: "commit", requestId, resolve, reject }));
+  }
+
+  async openReservations(limit: number): Promise<readonly Reservation[]> {
+    const now = Date.now();
+    return (this.stmts.openReservations.all(Math.max(0, Math.floor(limit))) as ReservationRow[]).map((r) => ({
+      requestId: r.request_id,
+      accountId: r.account_id,
+      micros: r.amount_micros,
+      owner: { host: r.owner_host, pid: r.owner_pid, instance: r.owner_instance },
+      ageMs: Math.max(0, now - Date.parse(r.created_at)),
+    }));
+  }
+
+  async expire(requestId: string, reason: string): Promise<boolean> {
+    if (typeof requestId !== "string" || requestId.length === 0) return false;
+    return this.expireTx.immediate(requestId, reason);
+  }
+
+  private commitDebits(batch: readonly PendingWrite[]): void {
+    let results: (DebitOutcome | boolean | Error)[];
     try {
       results = this.debitBatchTx.immediate(batch);
     } catch (err) {
@@ -263,7 +333,8 @@ export class SqliteAccountStore implements AccountStore {
     batch.forEach((d, i) => {
       const r = results[i]!;
       if (r instanceof Error) d.reject(r);
-      else d.resolve(r);
+      else if (d.kind === "commit") d.resolve(r === true);
+      else d.resolve(r as DebitOutcome);
     });
   }
 
@@ -285,6 +356,9 @@ export class SqliteAccountStore implements AccountStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Debits and commits still gathering this turn are written before the file closes.
+    const pending = this.debits.take();
+    if (pending.length > 0) this.commitDebits(pending);
     this.db.close();
   }
 
@@ -310,7 +384,9 @@ export class SqliteAccountStore implements AccountStore {
       if (balance === undefined) throw new ReposearchError(ErrorCode.NotFound, `account id ${JSON.stringify(accountId)} not found`);
       return { ok: false, reason: "insufficient_credits", balanceMicros: balance };
     }
-    this.stmts.insertLedger.run(accountId, "debit", -micros, requestId, null, now());
+    const at = now();
+    this.stmts.insertLedger.run(accountId, "debit", -micros, requestId, null, at);
+    this.stmts.insertReservation.run(requestId, accountId, micros, this.owner.host, this.owner.pid, this.owner.instance, at);
     return { ok: true, balanceMicros: row.balance_micros };
   }
 
@@ -318,6 +394,7 @@ export class SqliteAccountStore implements AccountStore {
     const debit = this.stmts.debitByRequest.get(requestId) as { account_id: string; amount_micros: number } | undefined;
     if (!debit) return false;
     if (this.stmts.refundByRequest.get(requestId) !== undefined) return false;
+    this.stmts.deleteReservation.run(requestId);
     this.stmts.insertLedger.run(debit.account_id, "refund", -debit.amount_micros, requestId, reason, now());
     this.stmts.creditById.run(-debit.amount_micros, debit.account_id);
     return true;
@@ -337,6 +414,13 @@ function prepare(db: Database.Database) {
     insertLedger: db.prepare("INSERT INTO ledger (account_id, kind, amount_micros, request_id, reference, created_at) VALUES (?, ?, ?, ?, ?, ?)"),
     debitByRequest: db.prepare("SELECT account_id, amount_micros FROM ledger WHERE request_id = ? AND kind = 'debit'"),
     refundByRequest: db.prepare("SELECT 1 FROM ledger WHERE request_id = ? AND kind = 'refund'"),
+    insertReservation: db.prepare(
+      "INSERT INTO reservations (request_id, account_id, amount_micros, owner_host, owner_pid, owner_instance, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ),
+    deleteReservation: db.prepare("DELETE FROM reservations WHERE request_id = ?"),
+    openReservations: db.prepare(
+      "SELECT request_id, account_id, amount_micros, owner_host, owner_pid, owner_instance, created_at FROM reservations ORDER BY created_at, request_id LIMIT ?",
+    ),
     insertKey: db.prepare("INSERT INTO api_keys (id, account_id, prefix, key_hash, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?)"),
     revokeKey: db.prepare("UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL"),
     keyByPrefix: db.prepare(

@@ -39,6 +39,28 @@ export interface CreatedKey {
 export type DebitOutcome =
   { readonly ok: true; readonly balanceMicros: number } | { readonly ok: false; readonly reason: "insufficient_credits"; readonly balanceMicros: number };
 
+/** The serving process that holds a reservation (owner.ts). */
+export interface ReservationOwner {
+  /** The host name and its process-id namespace: pids are comparable only within one. */
+  readonly host: string;
+  readonly pid: number;
+  /** Random per process, so a later process that gets the same pid is told apart. */
+  readonly instance: string;
+}
+
+/**
+ * A search's debit whose answer has not been written yet. The debit is in the ledger and the balance
+ * (so it cannot overdraw); commit() settles it once the answer is written, refund() or expire() undoes it.
+ */
+export interface Reservation {
+  readonly requestId: string;
+  readonly accountId: string;
+  readonly micros: number;
+  readonly owner: ReservationOwner;
+  /** How long ago it was made, by the ledger's clock. */
+  readonly ageMs: number;
+}
+
 export interface StoreHealth {
   readonly status: "up" | "down";
   readonly latencyMs: number;
@@ -60,10 +82,19 @@ export interface AccountStore {
   /**
    * One atomic conditional debit: succeeds only when the balance covers `micros`. Idempotent on
    * `requestId`: a second debit with the same id changes nothing and reports the first outcome.
+   * A new debit is also an open reservation held by this process, until commit() or refund().
    */
   debit(accountId: string, micros: number, requestId: string): Promise<DebitOutcome>;
-  /** Reverses the debit of `requestId` once; later calls and unknown ids are no-ops. Returns whether it refunded. */
+  /** Reverses the debit of `requestId` once (closing its reservation); later calls and unknown ids are no-ops. Returns whether it refunded. */
   refund(requestId: string, reason: string): Promise<boolean>;
+  /** Settles the reservation of `requestId`: its answer was written, the debit stands. False when none was open. */
+  commit(requestId: string): Promise<boolean>;
+  /** Open reservations, oldest first, at most `limit`. */
+  openReservations(limit: number): Promise<readonly Reservation[]>;
+  /** Refunds the debit of `requestId` only while its reservation is open (exactly one of commit and expire wins). */
+  expire(requestId: string, reason: string): Promise<boolean>;
+  /** The process this store's reservations are held by. */
+  readonly owner: ReservationOwner;
   /** A real round trip to the database. */
   health(): Promise<StoreHealth>;
   close(): Promise<void>;
