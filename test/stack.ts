@@ -41,6 +41,8 @@ export function stackEnv(dataDir: string, extra: Record<string, string> = {}): N
     RATE_LIMIT_IP_PER_MINUTE: "100000",
     RATE_LIMIT_ACCOUNT_PER_MINUTE: "100000",
     SHUTDOWN_GRACE_MS: "1000",
+    // No load balancer to drain here: in-process gateways close at once (test/shutdown.test.ts sets its own).
+    SHUTDOWN_DRAIN_DELAY_MS: "0",
     RERANKER: "off",
     ...extra,
   });

@@ -17,6 +17,11 @@ export interface Command {
   run(ctx: CommandContext): Promise<number>;
 }
 
+/** A bad flag value or argument: main prints the message and the command's usage and exits 2, as for an unknown flag. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
 export interface CommandContext {
   readonly config: Config;
   readonly values: Record<string, string | boolean | undefined>;

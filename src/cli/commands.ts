@@ -2,10 +2,8 @@ import cluster from "node:cluster";
 import { ReposearchError, ErrorCode } from "../common/errors.js";
 import { logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
-import { loadQueryEmbedder } from "../embed/factory.js";
 import { parseShard, runIndex, type IndexReport } from "../indexer/indexer.js";
 import { Progress } from "../indexer/progress.js";
-import type { ScoredPoint } from "../store/types.js";
 import { isClusterPrimary, reportWorkerReady, runClusterPrimary } from "../server/cluster.js";
 import { closeOnSignals, serve, type Role } from "../server/serve.js";
 import { openAccountStore } from "../gateway/accounts/index.js";
@@ -68,6 +66,7 @@ async function devKey(accounts: AccountStore): Promise<string> {
   return (await accounts.createKey(DEV_ACCOUNT)).key;
 }
 import { adminCommands } from "./admin-commands.js";
+import { searchCommands } from "./search-commands.js";
 import { storeCommands } from "./store-commands.js";
 import { trainCommands } from "./train-commands.js";
 import { openStore } from "../store/factory.js";
@@ -124,14 +123,6 @@ function printReport(r: IndexReport): void {
   console.log(lines.join("\n"));
 }
 
-function printHits(hits: readonly ScoredPoint[]): void {
-  hits.forEach((h, i) => {
-    const p = h.payload;
-    console.log(`${String(i + 1).padStart(2)}. ${p.name}  ★${p.stars ?? "?"}  [${p.category ?? "uncategorized"}]  ${h.score.toFixed(4)}`);
-    if (p.description) console.log(`    ${p.description.slice(0, 140)}`);
-  });
-}
-
 export const commands: Record<string, Command> = {
   index: {
     summary: "build or update the index from a JSONL dataset (incremental, resumable, shardable)",
@@ -163,36 +154,6 @@ export const commands: Record<string, Command> = {
         const ageS = info.publishedAt ? Math.round((Date.now() - Date.parse(info.publishedAt)) / 1000) : null;
         console.log(JSON.stringify({ dataDir: config.dataDir, ...info, ageSeconds: ageS }, null, 2));
         return info.version ? 0 : 1;
-      } finally {
-        await store.close();
-      }
-    },
-  },
-  search: {
-    summary: "query the local index from the terminal (dense or lexical; a debugging aid, not the API)",
-    usage: 'reposearch search "QUERY" [--data-dir DIR] [--limit N] [--mode dense|lexical]',
-    options: { limit: { type: "string" }, mode: { type: "string" } },
-    allowPositionals: true,
-    async run({ config, values, positionals }) {
-      const text = positionals.join(" ").trim();
-      if (!text) throw new ReposearchError(ErrorCode.ValidationError, "a query is required");
-      const limit = positiveInt("limit", values.limit) ?? 10;
-      const mode = (values.mode as string | undefined) ?? "dense";
-      if (mode !== "dense" && mode !== "lexical") throw new ReposearchError(ErrorCode.ValidationError, "--mode must be dense or lexical");
-      const store = await openStore(config);
-      try {
-        const info = await store.info();
-        if (!info.version || !info.embedderId)
-          throw new ReposearchError(ErrorCode.Unavailable, `no published index in ${config.dataDir}: run \`reposearch index\` first`);
-        if (mode === "lexical") {
-          printHits(await store.lexicalSearch({ text, limit }));
-        } else {
-          const embedder = await loadQueryEmbedder(config, info.embedderId);
-          const [vector] = await embedder.embed([text]);
-          printHits(await store.denseSearch({ vector: vector!, limit }));
-          await embedder.close();
-        }
-        return 0;
       } finally {
         await store.close();
       }
@@ -283,6 +244,7 @@ export const commands: Record<string, Command> = {
       return 0;
     },
   },
+  ...searchCommands,
   ...adminCommands,
   ...storeCommands,
   ...trainCommands,

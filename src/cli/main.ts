@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, ReposearchError } from "../common/errors.js";
 import { logger, setLogLevel } from "../common/logger.js";
 import { loadConfig, type ConfigOverrides } from "../config/config.js";
-import { VERSION, type CommandContext } from "./command.js";
+import { UsageError, VERSION, type CommandContext } from "./command.js";
 import { commands } from "./commands.js";
 
 export { VERSION, type Command, type CommandContext } from "./command.js";
@@ -59,6 +59,10 @@ export async function main(argv: string[]): Promise<number> {
     setLogLevel(config.logLevel);
     return await cmd.run({ config, values: parsed.values as CommandContext["values"], positionals: parsed.positionals });
   } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`reposearch ${name}: ${e.message}\n\nusage: ${cmd.usage}`);
+      return 2;
+    }
     if (e instanceof ConfigError || e instanceof ReposearchError) {
       console.error(`reposearch ${name}: ${e.message}`);
       return e instanceof ConfigError ? 2 : 1;

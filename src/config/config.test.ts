@@ -31,3 +31,36 @@ test("DENSE_EF_SEARCH: 64 by default, separate from HNSW_EF_SEARCH, validated", 
   assert.equal(loadConfig({ DENSE_EF_SEARCH: "100" }).store.denseEfSearch, 100);
   for (const bad of ["0", "7", "abc"]) assert.throws(() => loadConfig({ DENSE_EF_SEARCH: bad }), ConfigError);
 });
+
+test("CORE_AUTH_TOKENS: name=token pairs; a bad entry is named by position, never by its token", () => {
+  const good = loadConfig({
+    CORE_AUTH_TOKENS: " gateway=gw-token-0123456789abcdefghij , batch-jobs=bj-token-0123456789abcdefghij",
+    CORE_TOKEN: "gw-token-0123456789abcdefghij",
+  });
+  assert.deepEqual(
+    [...good.server.coreAuthTokens],
+    [
+      ["gateway", "gw-token-0123456789abcdefghij"],
+      ["batch-jobs", "bj-token-0123456789abcdefghij"],
+    ],
+  );
+  assert.equal(good.server.coreToken, "gw-token-0123456789abcdefghij");
+  assert.equal(loadConfig({}).server.coreAuthTokens.size, 0);
+  const secret = "short-secret";
+  for (const spec of [
+    `gateway=${secret}`,
+    `Gate Way=${secret}0123456789abcdef`,
+    `anonymous=${secret}0123456789abcdef`,
+    `a=${secret}0123456789ab,b=${secret}0123456789ab`,
+  ]) {
+    assert.throws(
+      () => loadConfig({ CORE_AUTH_TOKENS: spec }),
+      (e: unknown) => e instanceof ConfigError && /CORE_AUTH_TOKENS: entry \d/.test(e.message) && !e.message.includes(secret),
+      spec,
+    );
+  }
+  assert.throws(
+    () => loadConfig({ CORE_TOKEN: secret }),
+    (e: unknown) => e instanceof ConfigError && /CORE_TOKEN/.test(e.message) && !e.message.includes(secret),
+  );
+});

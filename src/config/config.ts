@@ -85,8 +85,20 @@ const envSchema = z.object({
   CORE_TIMEOUT_MS: int(1, 600_000).default(2_000),
   CORE_STREAMS: int(0, 64).default(1),
   CORE_STREAM_MAX_AGE_MS: int(100, 600_000).default(5_000),
+  // The core's protection (src/core/grpc/auth.ts, scheduler.ts, bounds.ts; docs/threat-model.md).
+  CORE_AUTH_TOKENS: optionalString,
+  CORE_TOKEN: optionalString,
+  CORE_DEFAULT_DEADLINE_MS: int(1, 600_000).default(10_000),
+  CORE_MAX_RUNNING_SEARCHES: int(1, 4096).default(32),
+  CORE_MAX_QUEUED_SEARCHES: int(0, 1_000_000).default(2_048),
+  CORE_MAX_QUEUED_PER_CALLER: int(0, 1_000_000).default(512),
+  CORE_STREAM_MAX_OPEN: int(1, 1_000_000).default(512),
+  CORE_STREAM_MAX_BATCH: int(1, 4096).default(64),
+  CORE_MAX_CONCURRENT_STREAMS: int(1, 10_000).default(100),
+  CORE_MAX_MESSAGE_BYTES: int(1024, 64 * 1024 * 1024).default(4 * 1024 * 1024),
   INDEX_WATCH_INTERVAL_MS: int(100, 3_600_000).default(2_000),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+  SHUTDOWN_DRAIN_DELAY_MS: int(0, 600_000).default(1_000),
   GRPC_MAX_CONNECTION_AGE_MS: int(0, 86_400_000).default(300_000),
   METRICS_PORT: int(0, 65535).default(9464),
   SERVE_PROCESSES: int(0, 256).default(0),
@@ -109,8 +121,17 @@ const envSchema = z.object({
   RATE_LIMIT_FAIL_OPEN_PER_MINUTE: int(1, 1_000_000_000).default(600),
   TRUSTED_PROXIES: optionalString,
   MAX_BODY_BYTES: int(256, 10_000_000).default(16_384),
+  // The gateway's HTTP edge (src/gateway/http-edge.ts).
+  HTTP_HEADERS_TIMEOUT_MS: int(1_000, 600_000).default(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: int(1_000, 600_000).default(15_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: int(0, 600_000).default(5_000),
+  HTTP_SOCKET_TIMEOUT_MS: int(0, 3_600_000).default(30_000),
+  HTTP_MAX_REQUESTS_PER_CONNECTION: int(0, 1_000_000_000).default(1_000),
+  HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(4_096),
+  HTTP_MAX_CONNECTIONS_PER_IP: int(1, 1_000_000).default(128),
   QUERY_CACHE_TTL_MS: int(0, 86_400_000).default(60_000),
   QUERY_CACHE_SIZE: int(0, 10_000_000).default(10_000),
+  BILLING_RESERVATION_TTL_MS: int(1_000, 86_400_000).default(300_000),
   // Vector store (validated below with messages that name each variable).
   VECTOR_STORE: optionalString,
   QDRANT_URL: optionalString,
@@ -121,6 +142,9 @@ const envSchema = z.object({
   // Tracing (OpenTelemetry); off while the endpoint is unset.
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
   OTEL_SERVICE_NAME: optionalString,
+  // A remote reposearch for the CLI and `reposearch mcp` (src/client); unset: the local data dir.
+  REPOSEARCH_URL: optionalString,
+  REPOSEARCH_API_KEY: optionalString,
 });
 
 /** The name of an environment variable the configuration reads. */
@@ -145,8 +169,10 @@ export const ENV_SECTIONS = [
   "Serving",
   "Rerank",
   "Gateway: ledger, cache and limits",
+  "Gateway: HTTP connections",
   "Vector store",
   "Tracing",
+  "Remote service (CLI and MCP)",
 ] as const;
 export type EnvSection = (typeof ENV_SECTIONS)[number];
 
@@ -237,8 +263,68 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
     meaning:
       "a stream takes no new searches after this long and closes once its searches are answered, so streams spread over replicas and never outlive a core's `SHUTDOWN_GRACE_MS`",
   },
+  CORE_AUTH_TOKENS: {
+    section: "Serving",
+    default: "— (no authentication: allowed only when `HOST` is loopback)",
+    meaning:
+      "the core's callers and their service tokens, `name=token,name=token` (name: lowercase letters, digits, `-`, `_`, up to 32; token: 24–512 visible characters). Set: every `SearchService` call on both ports must carry `authorization: Bearer <token>` (or `x-reposearch-core-token`); health stays open; the name is the caller's `caller` metric label and fair-share key. Unset on a non-loopback `HOST`, the core refuses to start (docs/threat-model.md)",
+  },
+  CORE_TOKEN: {
+    section: "Serving",
+    default: "—",
+    meaning:
+      "the service token the gateway sends to the core (one of the core's `CORE_AUTH_TOKENS`); a process running both uses a private per-process token instead",
+  },
+  CORE_DEFAULT_DEADLINE_MS: {
+    section: "Serving",
+    default: "`10000`",
+    meaning: "deadline of a core call (or a search on `SearchStream`) whose caller sets none; waiting in the core's queue counts",
+  },
+  CORE_MAX_RUNNING_SEARCHES: {
+    section: "Serving",
+    default: "`32`",
+    meaning:
+      "searches the core runs at once (per process, all callers and both ports); more wait in per-caller queues served round robin, so no caller starves another (docs/grpc.md)",
+  },
+  CORE_MAX_QUEUED_SEARCHES: {
+    section: "Serving",
+    default: "`2048`",
+    meaning: "searches waiting for a slot, all callers together; beyond it a search is answered `RESOURCE_EXHAUSTED`",
+  },
+  CORE_MAX_QUEUED_PER_CALLER: {
+    section: "Serving",
+    default: "`512`",
+    meaning: "searches one caller may have waiting; beyond it that caller's searches are answered `RESOURCE_EXHAUSTED`",
+  },
+  CORE_STREAM_MAX_OPEN: {
+    section: "Serving",
+    default: "`512`",
+    meaning: "searches open (running or waiting) on one `SearchStream`; beyond it a new search on the stream is answered `RESOURCE_EXHAUSTED`",
+  },
+  CORE_STREAM_MAX_BATCH: {
+    section: "Serving",
+    default: "`64`",
+    meaning: "searches one `SearchStream` message may start (the gateway sends at most 32); the rest of the message is answered `RESOURCE_EXHAUSTED`",
+  },
+  CORE_MAX_CONCURRENT_STREAMS: {
+    section: "Serving",
+    default: "`100`",
+    meaning: "HTTP/2 streams (calls) one connection may have open on either core port",
+  },
+  CORE_MAX_MESSAGE_BYTES: {
+    section: "Serving",
+    default: "`4194304` (4 MiB)",
+    meaning:
+      "largest request message either core port accepts (gRPC `max_receive_message_length`, Connect `readMaxBytes`); keep it above 32 × `MAX_BODY_BYTES`",
+  },
   INDEX_WATCH_INTERVAL_MS: { section: "Serving", default: "`2000`", meaning: "how often the core looks for a newly published index version" },
   SHUTDOWN_GRACE_MS: { section: "Serving", default: "`10000`", meaning: "how long shutdown lets in-flight requests finish" },
+  SHUTDOWN_DRAIN_DELAY_MS: {
+    section: "Serving",
+    default: "`1000`",
+    meaning:
+      "on SIGTERM the gateway first reports `/health` unhealthy (503) and answers every request with `Connection: close`, and keeps accepting for this long before it stops listening, so load balancers drain it; then requests in flight get `SHUTDOWN_GRACE_MS`. Behind a balancer that probes `/health`, set it above the probe period × failure threshold",
+  },
   GRPC_MAX_CONNECTION_AGE_MS: {
     section: "Serving",
     default: "`300000`",
@@ -291,8 +377,55 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
     meaning: "comma-separated proxy IPs/CIDRs whose `X-Forwarded-For` is trusted",
   },
   MAX_BODY_BYTES: { section: "Gateway: ledger, cache and limits", default: "`16384`", meaning: "largest accepted request body" },
+  HTTP_HEADERS_TIMEOUT_MS: {
+    section: "Gateway: HTTP connections",
+    default: "`10000`",
+    meaning:
+      "the request line and headers must arrive within this long of the connection (or of the previous answer on it); otherwise 408 and the connection closes",
+  },
+  HTTP_REQUEST_TIMEOUT_MS: {
+    section: "Gateway: HTTP connections",
+    default: "`15000`",
+    meaning:
+      "the whole request, body included, must arrive within this long (bounds a body trickled byte by byte); otherwise 408. At least `HTTP_HEADERS_TIMEOUT_MS`",
+  },
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: {
+    section: "Gateway: HTTP connections",
+    default: "`5000`",
+    meaning:
+      "an idle keep-alive connection closes after this long (advertised as `Keep-Alive: timeout`); behind a load balancer, keep it above the balancer's own idle timeout",
+  },
+  HTTP_SOCKET_TIMEOUT_MS: {
+    section: "Gateway: HTTP connections",
+    default: "`30000`",
+    meaning:
+      "a connection on which no byte moves either way for this long while a request is open (a client that stopped reading its answer) is closed; `0` = never. Waiting for the core counts, so it is raised to `CORE_TIMEOUT_MS` + 5 s when lower",
+  },
+  HTTP_MAX_REQUESTS_PER_CONNECTION: {
+    section: "Gateway: HTTP connections",
+    default: "`1000`",
+    meaning:
+      "the answer to a connection's request number N carries `Connection: close`, so long-lived clients spread over processes and replicas; `0` = unlimited",
+  },
+  HTTP_MAX_CONNECTIONS: {
+    section: "Gateway: HTTP connections",
+    default: "`4096`",
+    meaning: "open connections per serving process; one more is answered 429 `RATE_LIMIT_EXCEEDED` at once and closed",
+  },
+  HTTP_MAX_CONNECTIONS_PER_IP: {
+    section: "Gateway: HTTP connections",
+    default: "`128`",
+    meaning:
+      "open connections per client address and serving process (the socket peer, IPv6 by /64; `TRUSTED_PROXIES` count only towards `HTTP_MAX_CONNECTIONS`); one more is answered 429 at once and closed",
+  },
   QUERY_CACHE_TTL_MS: { section: "Gateway: ledger, cache and limits", default: "`60000`", meaning: "lifetime of cached core answers (0 disables the cache)" },
   QUERY_CACHE_SIZE: { section: "Gateway: ledger, cache and limits", default: "`10000`", meaning: "entries of the in-memory query cache" },
+  BILLING_RESERVATION_TTL_MS: {
+    section: "Gateway: ledger, cache and limits",
+    default: "`300000`",
+    meaning:
+      "a search's debit is a reservation until its answer is written; one still open after this long (its gateway died and no restart on the same host reclaimed it) is refunded by any gateway's sweep. Keep it above the longest request (docs/accounts.md)",
+  },
   VECTOR_STORE: { section: "Vector store", default: "`embedded`", meaning: "`embedded` or `qdrant` (indexer; see docs/qdrant.md)" },
   QDRANT_URL: { section: "Vector store", default: "—", meaning: "Qdrant (or `reposearch store serve`) base URL, required for `qdrant`" },
   QDRANT_API_KEY: { section: "Vector store", default: "—", meaning: "Qdrant API key" },
@@ -309,6 +442,17 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
     section: "Tracing",
     default: "`reposearch`, `reposearch-core` or `reposearch-gateway` (by role)",
     meaning: "`service.name` of the exported spans",
+  },
+  REPOSEARCH_URL: {
+    section: "Remote service (CLI and MCP)",
+    default: "— (the local data dir)",
+    meaning:
+      "base URL of a reposearch gateway (e.g. `https://reposearch.example.com`); when set, `reposearch search`, `similar`, `repo` and `mcp` call it through the typed client instead of loading `DATA_DIR` (`--url` overrides it)",
+  },
+  REPOSEARCH_API_KEY: {
+    section: "Remote service (CLI and MCP)",
+    default: "—",
+    meaning: "the API key those commands send to `REPOSEARCH_URL` (`--api-key` overrides it); never printed or logged",
   },
 };
 
@@ -377,8 +521,26 @@ export interface Config {
     readonly coreStreamMaxAgeMs: number;
     /** How often the core checks for a newly published index version. */
     readonly indexWatchIntervalMs: number;
+    /** The core's callers, name → service token (CORE_AUTH_TOKENS); empty: no authentication (loopback HOST only). */
+    readonly coreAuthTokens: ReadonlyMap<string, string>;
+    /** The token the gateway sends to the core (CORE_TOKEN); null: none. */
+    readonly coreToken: string | null;
+    /** Deadline of a core call whose caller sets none. */
+    readonly coreDefaultDeadlineMs: number;
+    /** The core's admission limits (src/core/grpc/scheduler.ts, server.ts). */
+    readonly coreLimits: {
+      readonly maxRunning: number;
+      readonly maxQueued: number;
+      readonly maxQueuedPerCaller: number;
+      readonly streamMaxOpen: number;
+      readonly streamMaxBatch: number;
+      readonly maxConcurrentStreams: number;
+      readonly maxMessageBytes: number;
+    };
     /** How long shutdown waits for in-flight requests before closing connections. */
     readonly shutdownGraceMs: number;
+    /** How long a draining gateway keeps accepting (health 503, `Connection: close` on every answer) before it stops listening. */
+    readonly shutdownDrainDelayMs: number;
     /**
      * The core closes each gRPC connection after this long (GOAWAY; calls in flight finish), so clients
      * re-resolve the core's address and spread over core replicas added since. 0 = never.
@@ -424,15 +586,35 @@ export interface Config {
     /** Proxy addresses or CIDRs whose X-Forwarded-For is trusted; empty means the socket address is the client. */
     readonly trustedProxies: readonly string[];
     readonly maxBodyBytes: number;
+    /** The HTTP edge's timeouts and caps (src/gateway/http-edge.ts). */
+    readonly http: {
+      readonly headersTimeoutMs: number;
+      readonly requestTimeoutMs: number;
+      readonly keepAliveTimeoutMs: number;
+      /** 0: no inactivity timeout. */
+      readonly socketTimeoutMs: number;
+      /** 0: unlimited. */
+      readonly maxRequestsPerConnection: number;
+      readonly maxConnections: number;
+      readonly maxConnectionsPerIp: number;
+    };
     /** Query-cache entry lifetime; 0 disables the cache. */
     readonly queryCacheTtlMs: number;
     readonly queryCacheSize: number;
+    /** An open reservation older than this is refunded by the sweep (src/gateway/billing.ts). */
+    readonly reservationTtlMs: number;
   };
   readonly tracing: {
     /** OTLP/HTTP base URL; spans are exported to `<endpoint>/v1/traces`. null: tracing off. */
     readonly otlpEndpoint: string | null;
     /** service.name of the spans; null: "reposearch" (role all), "reposearch-core" or "reposearch-gateway". */
     readonly serviceName: string | null;
+  };
+  /** A remote reposearch the CLI and `reposearch mcp` call instead of the local data dir. */
+  readonly remote: {
+    /** Base URL (REPOSEARCH_URL); null: use the local data dir. */
+    readonly url: string | null;
+    readonly apiKey: string | null;
   };
 }
 
@@ -446,6 +628,37 @@ export function defaultDatasetPath(): string | null {
 }
 
 export type ConfigOverrides = Partial<Record<keyof z.input<typeof envSchema>, string | number | undefined>>;
+
+/** A core caller's name: it becomes a metric label, so short and plain. */
+const CALLER_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+/** A service token: visible ASCII (it travels in a header), long enough not to be guessed. */
+const TOKEN_RE = /^[\x21-\x7e]{24,512}$/;
+
+/**
+ * CORE_AUTH_TOKENS: `name=token,name=token`. Problems are reported by name and position only: a
+ * token never appears in a message.
+ */
+function parseCoreAuthTokens(spec: string | null, problems: string[]): ReadonlyMap<string, string> {
+  const tokens = new Map<string, string>();
+  if (spec === null) return tokens;
+  const seen = new Set<string>();
+  spec.split(",").forEach((entry, i) => {
+    const trimmed = entry.trim();
+    if (trimmed === "") return;
+    const eq = trimmed.indexOf("=");
+    const name = eq > 0 ? trimmed.slice(0, eq).trim() : "";
+    const token = eq > 0 ? trimmed.slice(eq + 1).trim() : "";
+    if (!CALLER_NAME_RE.test(name)) problems.push(`CORE_AUTH_TOKENS: entry ${i + 1}: expected name=token with a name of a-z, 0-9, - and _ (at most 32)`);
+    else if (tokens.has(name) || name === "anonymous" || name === "local") problems.push(`CORE_AUTH_TOKENS: entry ${i + 1}: the name ${name} is taken`);
+    else if (!TOKEN_RE.test(token)) problems.push(`CORE_AUTH_TOKENS: entry ${i + 1} (${name}): the token must be 24 to 512 visible ASCII characters`);
+    else if (seen.has(token)) problems.push(`CORE_AUTH_TOKENS: entry ${i + 1} (${name}): the same token as another caller`);
+    else {
+      tokens.set(name, token);
+      seen.add(token);
+    }
+  });
+  return tokens;
+}
 
 /** Memory budgeted per serving process by SERVE_PROCESSES=0: each loads its own copy of the index (about 1 GiB for the full dataset). */
 export const MEMORY_PER_SERVE_PROCESS_BYTES = 2 * 2 ** 30;
@@ -494,6 +707,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   const qTimeout = e.QDRANT_TIMEOUT_MS === null ? 30_000 : Number(e.QDRANT_TIMEOUT_MS);
   if (!Number.isInteger(qTimeout) || qTimeout < 1 || qTimeout > 3_600_000)
     problems.push(`QDRANT_TIMEOUT_MS: must be an integer in [1, 3600000] (got ${JSON.stringify(e.QDRANT_TIMEOUT_MS)})`);
+  const coreAuthTokens = parseCoreAuthTokens(e.CORE_AUTH_TOKENS, problems);
+  if (e.CORE_TOKEN !== null && !TOKEN_RE.test(e.CORE_TOKEN)) problems.push("CORE_TOKEN: must be 24 to 512 visible ASCII characters (value not shown)");
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
+    problems.push(`HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (${e.HTTP_REQUEST_TIMEOUT_MS}; got ${e.HTTP_HEADERS_TIMEOUT_MS})`);
+  }
+  if (e.REPOSEARCH_URL !== null && !/^https?:\/\/[^\s]+$/i.test(e.REPOSEARCH_URL)) problems.push("REPOSEARCH_URL: must be an http(s) URL");
   if (problems.length) throw new ConfigError(problems);
   const dataDir = path.resolve(e.DATA_DIR);
 
@@ -545,7 +764,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       coreStreams: e.CORE_STREAMS,
       coreStreamMaxAgeMs: e.CORE_STREAM_MAX_AGE_MS,
       indexWatchIntervalMs: e.INDEX_WATCH_INTERVAL_MS,
+      coreAuthTokens,
+      coreToken: e.CORE_TOKEN,
+      coreDefaultDeadlineMs: e.CORE_DEFAULT_DEADLINE_MS,
+      coreLimits: {
+        maxRunning: e.CORE_MAX_RUNNING_SEARCHES,
+        maxQueued: e.CORE_MAX_QUEUED_SEARCHES,
+        maxQueuedPerCaller: e.CORE_MAX_QUEUED_PER_CALLER,
+        streamMaxOpen: e.CORE_STREAM_MAX_OPEN,
+        streamMaxBatch: e.CORE_STREAM_MAX_BATCH,
+        maxConcurrentStreams: e.CORE_MAX_CONCURRENT_STREAMS,
+        maxMessageBytes: e.CORE_MAX_MESSAGE_BYTES,
+      },
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+      shutdownDrainDelayMs: e.SHUTDOWN_DRAIN_DELAY_MS,
       grpcMaxConnectionAgeMs: e.GRPC_MAX_CONNECTION_AGE_MS,
       metricsPort: e.METRICS_PORT,
       processes: e.SERVE_PROCESSES === 0 ? autoServeProcesses(availableParallelism(), totalmem()) : e.SERVE_PROCESSES,
@@ -575,12 +807,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
         .map((x) => x.trim())
         .filter(Boolean),
       maxBodyBytes: e.MAX_BODY_BYTES,
+      http: {
+        headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+        requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+        keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+        socketTimeoutMs: e.HTTP_SOCKET_TIMEOUT_MS,
+        maxRequestsPerConnection: e.HTTP_MAX_REQUESTS_PER_CONNECTION,
+        maxConnections: e.HTTP_MAX_CONNECTIONS,
+        maxConnectionsPerIp: e.HTTP_MAX_CONNECTIONS_PER_IP,
+      },
       queryCacheTtlMs: e.QUERY_CACHE_TTL_MS,
       queryCacheSize: e.QUERY_CACHE_SIZE,
+      reservationTtlMs: e.BILLING_RESERVATION_TTL_MS,
     },
     tracing: {
       otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
       serviceName: e.OTEL_SERVICE_NAME,
     },
+    remote: { url: e.REPOSEARCH_URL, apiKey: e.REPOSEARCH_API_KEY },
   };
 }

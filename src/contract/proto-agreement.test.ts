@@ -8,8 +8,9 @@ import { getOption, ScalarType, type DescField, type DescMessage } from "@bufbui
 import { describe, it } from "vitest";
 import { CATEGORIES } from "../dataset/record.js";
 import { limits as limitsOption } from "../gen/reposearch/v1/limits_pb.js";
-import { SearchRequestSchema } from "../gen/reposearch/v1/search_pb.js";
+import { GetRepositoryRequestSchema, SearchRequestSchema, SimilarRequestSchema } from "../gen/reposearch/v1/search_pb.js";
 import type { JsonSchema } from "./json-schema.js";
+import { repositoryRequestSchema, similarRequestSchema } from "./repository-requests.js";
 import { coreSearchRequestSchema, searchRequestSchema } from "./search-request.js";
 
 /** One field's shape and bounds, in a form both sides can be brought to. */
@@ -127,6 +128,19 @@ function disagreements(message: DescMessage, schema: JsonSchema, at = ""): strin
 describe("the proto and the request schema agree", () => {
   it("SearchRequest and Filters: the same fields, types and limits", () => {
     assert.deepEqual(disagreements(SearchRequestSchema, coreSearchRequestSchema), []);
+  });
+
+  it("SimilarRequest (with its Filters) and GetRepositoryRequest: the same fields, types and limits", () => {
+    assert.deepEqual(disagreements(SimilarRequestSchema, similarRequestSchema), []);
+    assert.deepEqual(disagreements(GetRepositoryRequestSchema, repositoryRequestSchema), []);
+  });
+
+  it("a changed repo limit is reported on the new messages too", () => {
+    const props = similarRequestSchema.properties ?? {};
+    const altered: JsonSchema = { ...similarRequestSchema, properties: { ...props, repo: { ...props.repo, maxLength: 100 } } };
+    const found = disagreements(SimilarRequestSchema, altered);
+    assert.equal(found.length, 1, found.join("\n"));
+    assert.ok(found[0]!.startsWith("repo:") && found[0]!.includes('"maxChars":100'));
   });
 
   it("the public schema is the core's without the internal rerank switch", () => {

@@ -36,3 +36,23 @@ describe("the request contract", () => {
     assert.throws(() => inlineRefs({ $ref: "#/components/schemas/Loop" }, named), /recursive schema reference/);
   });
 });
+
+describe("the repository requests' contract", () => {
+  it("compiles in strict mode, self-contained; similar shares the search's limit, includeTree and filters", async () => {
+    const { repositoryRequestSchema, similarRequestSchema } = await import("./repository-requests.js");
+    for (const schema of [similarRequestSchema, repositoryRequestSchema]) {
+      assert.ok(!JSON.stringify(schema).includes("$ref"));
+      compileSchema(schema);
+    }
+    const props = similarRequestSchema.properties ?? {};
+    assert.deepEqual(props.limit, searchRequestSchema.properties?.limit);
+    assert.deepEqual(props.filters?.properties, filtersSchema.properties);
+    const check = compileSchema(similarRequestSchema);
+    assert.equal(check({ repo: "expressjs/express", limit: 5, filters: { language: "Go" } }), true);
+    assert.equal(check({ repo: "express" }), false);
+    assert.equal(check({ repo: `a/${"b".repeat(LIMITS.repoMaxLength)}` }), false);
+    assert.equal(check({ repo: "a/b", query: "x" }), false);
+    assert.equal(check({ repo: "a/b", filters: { minstars: 1 } }), false);
+    assert.equal(compileSchema(repositoryRequestSchema)({ repo: "a/b c" }), false);
+  });
+});

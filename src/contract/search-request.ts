@@ -23,6 +23,8 @@ export const LIMITS = {
   languageMaxLength: 100,
   excludeReposMaxItems: 50,
   staleAfterMonthsMax: 600,
+  /** `owner/repo` of /similar and /repos (not a spec limit: GitHub names are at most 39 + 1 + 100 characters). */
+  repoMaxLength: 200,
 } as const;
 
 /** `owner/repo`: two non-empty parts, one slash, no whitespace. */
@@ -56,8 +58,12 @@ const searchRequest: JsonSchema = {
       minLength: LIMITS.queryMinLength,
       maxLength: LIMITS.queryMaxLength,
       description:
-        "Natural-language description of what you are looking for: an implementation pattern, architecture, library capability or repository type. 1 to 500 characters. A whitespace-only query is accepted and returns no results.",
-      examples: ["rate limiter middleware for express backed by redis", "rust library for parsing TOML with serde support"],
+        "Natural-language description of what you are looking for: an implementation pattern, architecture, library capability or repository type. 1 to 500 characters. A whitespace-only query is accepted and returns no results. GitHub-style qualifiers in it (`language:go`, `stars:>1000`, `forks:`, `topic:`, `category:`, `archived:`, `pushed:>YYYY-MM-DD`) become filters; explicit `filters` win over them.",
+      examples: [
+        "rate limiter middleware for express backed by redis",
+        "rust library for parsing TOML with serde support",
+        "language:go stars:>1000 cli framework",
+      ],
     },
     limit: {
       type: "integer",

@@ -18,12 +18,28 @@ import type { Embedder } from "../embed/types.js";
 import { analyze, stripMarkup } from "../text/analyzer.js";
 import type { Filter } from "../store/filter.js";
 import type { PointId, VectorStore } from "../store/types.js";
-import { buildEvidence, compactTree, llmsUrlOf } from "./evidence.js";
+import { buildEvidence, compactTree, llmsUrlOf, MAX_EVIDENCE, sanitizeSnippet } from "./evidence.js";
 import { applyFilterDefaults, toStoreFilter } from "./filters.js";
 import { understandQuery, type QueryUnderstanding } from "./query.js";
+import { mergeQualifierFilters, parseQualifiers } from "./qualifiers.js";
+import { repositoryCard } from "./repository.js";
+import { findSimilar, resolveRepository } from "./similar.js";
 import { runRerankStage, type Reranker } from "./rerank/types.js";
-import type { IndexStats, MethodStats, SearchCore, SearchOptions, SearchRequest, SearchResponse, SearchResult } from "./types.js";
-import { validateSearchRequest } from "./validate.js";
+import type {
+  AppliedFilters,
+  AppliedQualifier,
+  GetRepositoryRequest,
+  IndexStats,
+  MethodStats,
+  RepositoryCard,
+  SearchCore,
+  SearchOptions,
+  SearchRequest,
+  SearchResponse,
+  SearchResult,
+  SimilarRequest,
+} from "./types.js";
+import { validateRepositoryRequest, validateSearchRequest, validateSimilarRequest } from "./validate.js";
 import { extractFeatures, FEATURES, type RankCandidate } from "./rank/features.js";
 import { loadRankerModel, scoreRanker, type RankerModel } from "./rank/model.js";
 import rankerFile from "./rank/ranker-model.json" with { type: "json" };
@@ -200,20 +216,31 @@ export class SearchEngine implements SearchCore {
     const t0 = performance.now();
     const signal = options.signal;
     const req = validateSearchRequest(raw);
-    const applied = applyFilterDefaults(req.filters);
+    // Qualifiers (`language:go stars:>1000`) become filters; explicit filters win (./qualifiers.ts).
+    const parsed = parseQualifiers(req.query);
+    const merged = mergeQualifierFilters(req.filters, parsed);
+    const applied = applyFilterDefaults(merged.filters);
     const filter = toStoreFilter(applied, this.opts.now?.() ?? new Date());
     const limit = req.limit ?? DEFAULT_LIMIT;
-    const text = req.query.trim();
+    const text = parsed.text.trim();
+    const parsedMeta = merged.applied.length ? { qualifiers: merged.applied, queryText: text } : {};
     const meta = (methods: Record<string, MethodStats>, total: number) => ({
       total,
       timeMs: round2(performance.now() - t0),
       methods,
       appliedFilters: applied,
+      ...parsedMeta,
     });
     // Whitespace-only: a valid request that matches nothing (and runs no rerank), per the spec.
-    if (text === "") return { query: req.query, results: [], meta: meta({}, 0) };
+    if (req.query.trim() === "") return { query: req.query, results: [], meta: meta({}, 0) };
+    // Nothing but qualifiers ("language:go stars:>1000"): the most-starred repositories under them.
+    if (text === "") {
+      const { results, total } = await this.mostStarred(filter, limit, req.includeTree === true, applied, merged.applied);
+      return { query: req.query, results, meta: meta({ popular: { hits: results.length, weight: 1 } }, total) };
+    }
 
-    const understanding = this.opts.understanding === false ? NO_UNDERSTANDING : understandQuery(text);
+    const understood = this.opts.understanding === false ? NO_UNDERSTANDING : understandQuery(text);
+    const understanding = merged.applied.length ? withQualifierNote(understood, merged.applied) : understood;
     const stage = bothStageHooks(this.opts.onStage, options.onStage);
     const pool = await this.pool(text, filter, understanding, stage, signal);
     const tr = performance.now();
@@ -263,6 +290,61 @@ export class SearchEngine implements SearchCore {
       results,
       meta: { ...meta(methods, cands.length), ...(rerankMeta ?? {}) },
     };
+  }
+
+  /** Repositories like `raw.repo` (./similar.ts); NOT_FOUND when the index has no project of that name. */
+  async similar(raw: SimilarRequest, options: SearchOptions = {}): Promise<SearchResponse> {
+    const req = validateSimilarRequest(raw);
+    await this.requireIndex();
+    const seed = await resolveRepository(this.store, req.repo, true);
+    checkAborted(options.signal);
+    const applied = applyFilterDefaults(req.filters);
+    const stage = bothStageHooks(this.opts.onStage, options.onStage);
+    return findSimilar(seed, {
+      store: this.store,
+      limit: req.limit ?? DEFAULT_LIMIT,
+      includeTree: req.includeTree === true,
+      applied,
+      filter: toStoreFilter(applied, this.opts.now?.() ?? new Date()),
+      signal: options.signal,
+      onStage: stage,
+    });
+  }
+
+  /** The card of `raw.repo` (./repository.ts); a former name answers the project's card; NOT_FOUND when unknown. */
+  async repository(raw: GetRepositoryRequest): Promise<RepositoryCard> {
+    const req = validateRepositoryRequest(raw);
+    await this.requireIndex();
+    return repositoryCard((await resolveRepository(this.store, req.repo, false)).payload);
+  }
+
+  private async requireIndex(): Promise<void> {
+    if ((await this.store.info()).version === null) throw new ReposearchError(ErrorCode.Unavailable, "the index is not loaded yet");
+  }
+
+  /**
+   * A query of qualifiers only: the repositories with the most stars under the filter, scored
+   * log(1 + stars) relative to the first (1 for it), with evidence naming the qualifiers.
+   */
+  private async mostStarred(
+    filter: Filter | undefined,
+    limit: number,
+    includeTree: boolean,
+    applied: AppliedFilters,
+    qualifiers: readonly AppliedQualifier[],
+  ): Promise<{ results: SearchResult[]; total: number }> {
+    await this.requireIndex();
+    const [points, total] = await Promise.all([this.store.scroll({ filter, limit, orderBy: "stars" }), this.store.count(filter)]);
+    const best = Math.log1p(Math.max(0, points[0]?.payload.stars ?? 0));
+    const why = sanitizeSnippet(`Ranked by stars: the query holds only qualifiers (${qualifiers.map((q) => q.qualifier).join(" ")})`);
+    const results = points.map((pt) => {
+      const logStars = Math.log1p(Math.max(0, pt.payload.stars ?? 0));
+      const c: Candidate = { payload: pt.payload, lexical: null, lexicalRank: null, denseRank: null, dense: null, score: best > 0 ? logStars / best : 1 };
+      const r = toResult(c, 1, includeTree, new Set(), applied, NO_UNDERSTANDING);
+      // toResult scores exp(score − best); here the score is the log-stars ratio itself.
+      return { ...r, score: Math.round(c.score * 10_000) / 10_000, evidence: [why, ...r.evidence].slice(0, MAX_EVIDENCE) };
+    });
+    return { results, total };
   }
 
   /**
@@ -413,6 +495,11 @@ async function timed<T>(fn: () => Promise<T>, name: Stage, stage: EngineOptions[
 }
 
 const NO_UNDERSTANDING: QueryUnderstanding = Object.freeze({ language: null, categories: [], notes: [] });
+
+/** The understanding with the query's qualifiers named first among its notes (evidence's "Query understood as"). */
+function withQualifierNote(u: QueryUnderstanding, qualifiers: readonly AppliedQualifier[]): QueryUnderstanding {
+  return { ...u, notes: [`qualifiers ${qualifiers.map((q) => q.qualifier).join(" ")}`, ...u.notes] };
+}
 
 /**
  * Orders a pool by the ranker's score, best first (ties by key, for determinism). Scores are the

@@ -16,6 +16,11 @@ export const TREE_MAX_DEPTH = 2;
 // C0/C1 controls, bidi overrides and zero-width characters: they can hide or reorder text shown to an agent.
 const UNSAFE_CHARS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
 
+/** `text` without control, bidi-override and zero-width characters; newlines and tabs stay (a README keeps its lines). */
+export function stripUnsafe(text: string): string {
+  return text.replace(/\r\n?/g, "\n").replace(UNSAFE_CHARS, "");
+}
+
 /** Plain, single-line, capped text. */
 export function sanitizeSnippet(text: string, maxChars = MAX_SNIPPET_CHARS): string {
   let s = collapseWhitespace(stripMarkup(text).replace(UNSAFE_CHARS, " ")).trim();

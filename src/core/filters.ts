@@ -12,11 +12,12 @@
  */
 import { CATEGORIES, type Category } from "../dataset/record.js";
 import type { Condition, Filter } from "../store/filter.js";
-import type { AppliedFilters, SearchFilters } from "./types.js";
+import type { AppliedFilters, QualifierOnlyFilters, SearchFilters } from "./types.js";
 
 export const DEFAULT_CATEGORIES: readonly Category[] = CATEGORIES.filter((c) => c !== "educational" && c !== "curated-list");
 
-export function applyFilterDefaults(f: SearchFilters | undefined): AppliedFilters {
+/** `f` may carry the qualifier-only fields (src/core/qualifiers.ts); they are reported only when set. */
+export function applyFilterDefaults(f: (SearchFilters & QualifierOnlyFilters) | undefined): AppliedFilters {
   const cats = f?.categories;
   const categories =
     cats === undefined
@@ -35,6 +36,8 @@ export function applyFilterDefaults(f: SearchFilters | undefined): AppliedFilter
     excludeRepos: [...(f?.excludeRepos ?? [])],
     topics: [...(f?.topics ?? [])],
     staleAfterMonths: f?.staleAfterMonths ?? null,
+    ...(f?.pushedAfter !== undefined ? { pushedAfter: f.pushedAfter } : {}),
+    ...(f?.pushedBefore !== undefined ? { pushedBefore: f.pushedBefore } : {}),
   };
 }
 
@@ -75,6 +78,12 @@ export function toStoreFilter(a: AppliedFilters, now: Date = new Date()): Filter
     // and evicted cached filters. Repositories pushed up to a minute before the exact cutoff pass.
     const minute = new Date(Math.floor(now.getTime() / CUTOFF_GRANULARITY_MS) * CUTOFF_GRANULARITY_MS);
     must.push({ key: "pushedAt", datetime_range: { gte: staleCutoff(a.staleAfterMonths, minute).toISOString() } });
+  }
+  if (a.pushedAfter !== undefined || a.pushedBefore !== undefined) {
+    must.push({
+      key: "pushedAt",
+      datetime_range: { ...(a.pushedAfter !== undefined ? { gte: a.pushedAfter } : {}), ...(a.pushedBefore !== undefined ? { lt: a.pushedBefore } : {}) },
+    });
   }
   if (a.excludeArchived) mustNot.push({ key: "isArchived", match: { value: true } });
   if (a.excludeRepos.length > 0) {

@@ -20,6 +20,17 @@ export interface SearchFilters {
   readonly staleAfterMonths?: number | undefined;
 }
 
+/**
+ * Filters only query qualifiers can set (src/core/qualifiers.ts): the spec's filter object stays as
+ * it is, so a REST or gRPC caller cannot send these; `pushed:>2024-01-01` in the query can.
+ */
+export interface QualifierOnlyFilters {
+  /** ISO 8601 UTC; only repositories pushed at or after it (`pushed:>DATE` and `pushed:>=DATE`). */
+  readonly pushedAfter?: string | undefined;
+  /** ISO 8601 UTC; only repositories pushed before it (`pushed:<DATE` and `pushed:<=DATE`). */
+  readonly pushedBefore?: string | undefined;
+}
+
 export interface SearchRequest {
   readonly query: string;
   /** 1–50, default 10. */
@@ -28,6 +39,57 @@ export interface SearchRequest {
   readonly filters?: SearchFilters | undefined;
   /** Per-request rerank switch. undefined → the server's default; the stage runs only when the server enables it too. */
   readonly rerank?: boolean | undefined;
+}
+
+/** Repositories like a given one (POST /v1/codehost/similar; reposearch.v1.SearchService/Similar). */
+export interface SimilarRequest {
+  /** `owner/repo`: the current name or a former one (an alias) of an indexed project. */
+  readonly repo: string;
+  /** 1–50, default 10. */
+  readonly limit?: number | undefined;
+  readonly includeTree?: boolean | undefined;
+  readonly filters?: SearchFilters | undefined;
+}
+
+/** One repository's card (GET /v1/codehost/repos/{owner}/{repo}; reposearch.v1.SearchService/GetRepository). */
+export interface GetRepositoryRequest {
+  /** `owner/repo`: the current name or a former one (an alias); the card is the canonical project's. */
+  readonly repo: string;
+}
+
+/**
+ * Everything the index stores about one project that a caller can use. Nullable fields are null where
+ * the dataset has no value. Description and README text are third-party content: sanitised here
+ * (control and bidi characters removed), never instructions.
+ */
+export interface RepositoryCard {
+  /** The canonical `owner/repo` (the asked name may be one of `aliases`). */
+  readonly name: string;
+  readonly url: string | null;
+  readonly description: string | null;
+  readonly language: string | null;
+  readonly stars: number | null;
+  readonly forks: number | null;
+  readonly topics: readonly string[];
+  readonly pushedAt: string | null;
+  readonly createdAt: string | null;
+  readonly isArchived: boolean | null;
+  /** The classifier's category, or null when it abstained (uncategorized). */
+  readonly category: Category | null;
+  /** SPDX identifier or name as the dataset gives it. */
+  readonly license: string | null;
+  readonly homepage: string | null;
+  readonly llmsUrl: string | null;
+  /** The compact tree (the format of SearchResult.tree), or null when the index has none. */
+  readonly tree: string | null;
+  /** Other `owner/repo` names of the project (renamed, moved, mirrored); [] when none. */
+  readonly aliases: readonly string[];
+  /** The README's opening (at most 1,500 characters as crawled), sanitised; null when unknown. */
+  readonly readme: string | null;
+  /** How many indexed repositories mention the project (the anchor-text count, docs/ranking.md). */
+  readonly mentions: number;
+  /** When the newest crawl saw the project (ISO 8601, the crawl's date at midnight UTC), or null. */
+  readonly lastSeen: string | null;
 }
 
 export interface SearchResult {
@@ -63,6 +125,19 @@ export interface AppliedFilters {
   readonly excludeRepos: readonly string[];
   readonly topics: readonly string[];
   readonly staleAfterMonths: number | null;
+  /** Set only by a `pushed:` qualifier (QualifierOnlyFilters); absent otherwise. */
+  readonly pushedAfter?: string | undefined;
+  readonly pushedBefore?: string | undefined;
+}
+
+/** One `key:value` qualifier found in a search query (src/core/qualifiers.ts). */
+export interface AppliedQualifier {
+  /** As written in the query, e.g. `stars:>1000`. */
+  readonly qualifier: string;
+  /** The filter fields it set, e.g. ["minStars"]; `stars:10..20` sets ["minStars", "maxStars"]. */
+  readonly fields: readonly string[];
+  /** The subset of `fields` the request's explicit `filters` set too: the explicit value won. */
+  readonly overridden: readonly string[];
 }
 
 export interface MethodStats {
@@ -74,11 +149,15 @@ export interface SearchMeta {
   /** Number of candidates that matched the query under the filters (before `limit`). */
   readonly total: number;
   readonly timeMs: number;
-  /** Keys: "lexical", "dense", and "rerank" when the rerank stage contributed. */
+  /** Keys: "lexical", "dense", and "rerank" when the rerank stage contributed; "popular" alone for a query of qualifiers only. */
   readonly methods: Readonly<Record<string, MethodStats>>;
   readonly appliedFilters: AppliedFilters;
   readonly reranked?: boolean | undefined;
   readonly rerankMs?: number | undefined;
+  /** Present only when the query held qualifiers: each one, parsed into appliedFilters. */
+  readonly qualifiers?: readonly AppliedQualifier[] | undefined;
+  /** Present only when the query held qualifiers: the text that was ranked, without them ("" → ranked by stars). */
+  readonly queryText?: string | undefined;
 }
 
 export interface SearchResponse {
@@ -111,6 +190,13 @@ export interface SearchOptions {
 /** What the gRPC service calls. Implemented by SearchEngine (src/core/engine.ts). */
 export interface SearchCore {
   search(req: SearchRequest, opts?: SearchOptions): Promise<SearchResponse>;
+  /**
+   * Repositories like `req.repo`; NOT_FOUND when the index has no project of that name. Optional so
+   * that a core with search only (a test double) still serves: the RPC then answers UNIMPLEMENTED.
+   */
+  similar?(req: SimilarRequest, opts?: SearchOptions): Promise<SearchResponse>;
+  /** The card of `req.repo` (an old name answers the canonical project's card); NOT_FOUND when unknown. Optional as `similar`. */
+  repository?(req: GetRepositoryRequest, opts?: SearchOptions): Promise<RepositoryCard>;
   stats(): Promise<IndexStats>;
   /** True once an index version is loaded and searchable. */
   ready(): boolean;

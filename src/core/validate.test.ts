@@ -3,7 +3,7 @@ import { describe, it } from "vitest";
 import { ErrorCode, ReposearchError, type ErrorDetail } from "../common/errors.js";
 import { CATEGORIES } from "../dataset/record.js";
 import type { SearchFilters, SearchRequest } from "./types.js";
-import { validateSearchRequest } from "./validate.js";
+import { validateRepositoryRequest, validateSearchRequest, validateSimilarRequest } from "./validate.js";
 
 /** Runs the validator on an unchecked object, the way a raw JSON body or a decoded proto arrives. */
 function validate(req: unknown): SearchRequest {
@@ -184,5 +184,44 @@ describe("validateSearchRequest", () => {
       rerank: true,
       filters,
     });
+  });
+});
+
+describe("validateSimilarRequest and validateRepositoryRequest: the contract's repository requests", () => {
+  const detailsOf = (fn: () => unknown): [string, string][] => {
+    try {
+      fn();
+    } catch (err) {
+      assert.ok(err instanceof ReposearchError && err.code === ErrorCode.ValidationError);
+      return (err.details ?? []).map((d) => [d.path, d.rule]);
+    }
+    assert.fail("accepted");
+  };
+
+  it("accepts a valid request and drops undefined keys", () => {
+    assert.deepEqual(validateSimilarRequest({ repo: "a/b", limit: undefined, filters: { language: "Go", topics: undefined } }), {
+      repo: "a/b",
+      filters: { language: "Go" },
+    });
+    assert.deepEqual(validateRepositoryRequest({ repo: "a/b" }), { repo: "a/b" });
+  });
+
+  it("reports every problem with dotted paths", () => {
+    assert.deepEqual(
+      detailsOf(() => validateSimilarRequest({ repo: "nope", limit: 0, filters: { minStars: -1 } })),
+      [
+        ["repo", "pattern"],
+        ["limit", "minimum"],
+        ["filters.minStars", "minimum"],
+      ],
+    );
+    assert.deepEqual(
+      detailsOf(() => validateRepositoryRequest({ repo: "a/b", extra: 1 } as never)),
+      [["extra", "additionalProperties"]],
+    );
+    assert.deepEqual(
+      detailsOf(() => validateRepositoryRequest({} as never)),
+      [["repo", "required"]],
+    );
   });
 });

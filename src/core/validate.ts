@@ -9,10 +9,11 @@
  * them into JSON pointers.
  */
 import { ErrorCode, ReposearchError, type ErrorDetail } from "../common/errors.js";
+import { repositoryRequestSchema, similarRequestSchema } from "../contract/repository-requests.js";
 import { coreSearchRequestSchema } from "../contract/search-request.js";
 import { ajvErrorsToDetails, compileSchema } from "../contract/validator.js";
 import { CATEGORIES, type Category } from "../dataset/record.js";
-import type { SearchFilters, SearchRequest } from "./types.js";
+import type { GetRepositoryRequest, SearchFilters, SearchRequest, SimilarRequest } from "./types.js";
 
 const CATEGORY_SET: ReadonlySet<string> = new Set(CATEGORIES);
 
@@ -21,6 +22,8 @@ export function isCategory(v: unknown): v is Category {
 }
 
 const validate = compileSchema(coreSearchRequestSchema);
+const validateSimilar = compileSchema(similarRequestSchema);
+const validateRepository = compileSchema(repositoryRequestSchema);
 
 /** `/filters/excludeRepos/3` → `filters.excludeRepos[3]`. */
 function dottedPath(pointer: string): string {
@@ -50,19 +53,32 @@ function withoutUndefined(v: Readonly<Record<string, unknown>>): Record<string, 
  * Throws ReposearchError(VALIDATION_ERROR) with one detail per problem.
  */
 export function validateSearchRequest(req: SearchRequest): SearchRequest {
-  const raw: unknown = req;
-  if (!isRecord(raw)) {
-    throw new ReposearchError(ErrorCode.ValidationError, "invalid search request: the body must be an object", {
+  return validateAgainst(validate, "search", req) as unknown as SearchRequest & { filters?: SearchFilters };
+}
+
+/** validateSearchRequest's check for a similar request (the same filters, limit and includeTree rules). */
+export function validateSimilarRequest(req: SimilarRequest): SimilarRequest {
+  return validateAgainst(validateSimilar, "similar", req) as unknown as SimilarRequest;
+}
+
+/** validateSearchRequest's check for a repository-card request. */
+export function validateRepositoryRequest(req: GetRepositoryRequest): GetRepositoryRequest {
+  return validateAgainst(validateRepository, "repository", req) as unknown as GetRepositoryRequest;
+}
+
+function validateAgainst(check: ReturnType<typeof compileSchema>, what: string, req: unknown): Record<string, unknown> {
+  if (!isRecord(req)) {
+    throw new ReposearchError(ErrorCode.ValidationError, `invalid ${what} request: the body must be an object`, {
       details: [{ path: "", rule: "type", message: "must be an object" }],
     });
   }
-  const out = withoutUndefined(raw);
+  const out = withoutUndefined(req);
   if (isRecord(out.filters)) out.filters = withoutUndefined(out.filters);
-  if (!validate(out)) {
-    const details: ErrorDetail[] = ajvErrorsToDetails(validate.errors).map((d) => ({ ...d, path: dottedPath(d.path) }));
+  if (!check(out)) {
+    const details: ErrorDetail[] = ajvErrorsToDetails(check.errors).map((d) => ({ ...d, path: dottedPath(d.path) }));
     const first = details[0] ?? { path: "", message: "is invalid" };
     const more = details.length > 1 ? ` (and ${details.length - 1} more)` : "";
-    throw new ReposearchError(ErrorCode.ValidationError, `invalid search request: ${first.path || "body"} ${first.message}${more}`, { details });
+    throw new ReposearchError(ErrorCode.ValidationError, `invalid ${what} request: ${first.path || "body"} ${first.message}${more}`, { details });
   }
-  return out as unknown as SearchRequest & { filters?: SearchFilters };
+  return out;
 }

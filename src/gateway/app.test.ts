@@ -118,6 +118,9 @@ async function start(o: Overrides = {}): Promise<Harness> {
         calls.search.push(req);
         return o.search ? o.search(req, opts) : sampleResponse(req);
       },
+      similar: async () => Promise.reject(new ReposearchError(ErrorCode.Internal, "not in this fake")),
+      repository: async () => Promise.reject(new ReposearchError(ErrorCode.Internal, "not in this fake")),
+      stats: async () => Promise.reject(new ReposearchError(ErrorCode.Internal, "not in this fake")),
       health: o.coreHealth ?? (async () => "SERVING"),
     },
     accounts: {
@@ -134,6 +137,7 @@ async function start(o: Overrides = {}): Promise<Harness> {
         calls.refund.push(requestId);
         return true;
       },
+      commit: async () => true,
       health: o.dbHealth ?? (async () => ({ status: "up", latencyMs: 1.2 })),
     },
     limiter: {
@@ -195,7 +199,7 @@ async function json(res: Response, schema: SchemaName): Promise<unknown> {
   return body;
 }
 
-test("search: 200 with the core's answer, one debit of the search price keyed by the request id, account rate-limit headers", async () => {
+test("search: 200 with the core's answer, one debit of the search price keyed by the request id, the binding scope's rate-limit headers", async () => {
   const h = await start();
   try {
     const res = await search(h, { query: "rate limiter", limit: 5, includeTree: true, filters: { language: "TypeScript" } });
@@ -209,8 +213,9 @@ test("search: 200 with the core's answer, one debit of the search price keyed by
     assert.match(h.calls.debit[0]!.requestId, /^req_[0-9a-f]{32}$/);
     assert.equal(res.headers.get("x-request-id"), h.calls.debit[0]!.requestId);
     assert.deepEqual(h.calls.refund, []);
-    assert.equal(res.headers.get("x-ratelimit-limit"), "60");
-    assert.equal(res.headers.get("x-ratelimit-remaining"), "59");
+    // The per-IP scope binds first here: 29 of 30 left against the account's 59 of 60.
+    assert.equal(res.headers.get("x-ratelimit-limit"), "30");
+    assert.equal(res.headers.get("x-ratelimit-remaining"), "29");
     assert.match(res.headers.get("x-ratelimit-reset") ?? "", /^\d{10}$/);
     assert.deepEqual(h.calls.accountKeys, ["acct_1"]);
     assert.deepEqual(h.calls.ipKeys, ["127.0.0.1"]);

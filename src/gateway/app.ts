@@ -3,36 +3,38 @@
  * built; the order of checks below is part of it.
  *
  *   every request:  request id + access log → client IP → per-IP limit → route
- *   search:         Content-Type → body size → JSON syntax → API key → per-account limit →
- *                   body schema → debit → (query cache) → core → respond; refund on any failure after the debit
+ *   search, similar: Content-Type → body size → JSON syntax → operation (./operations.ts: API key →
+ *                   per-account limit → body schema [→ query qualifiers] → debit → (query cache) →
+ *                   core → respond; refund on any failure after the debit)
+ *   repository card: operation (API key → per-account limit → path parameters → core; no charge)
  *
  * Transport problems (media type, size, syntax) are reported before authentication because they
  * say nothing about the account; the body's content is only judged for authenticated callers.
  * Nothing here logs a header, a body or a key.
  */
-import { randomUUID } from "node:crypto";
+import { isUtf8 } from "node:buffer";
 import express, { type NextFunction, type Request, type Response } from "express";
-import { untilAborted } from "../common/abort.js";
 import { ErrorCode, ReposearchError, httpStatusOf, type ErrorDetail } from "../common/errors.js";
 import type { Logger } from "../common/logger.js";
 import { metricsExposition } from "../common/metrics.js";
-import { SpanKind, extractTraceContext, failSpan, startSpan, traceHeaders, traceIdOf, type Context, type Span } from "../common/tracing.js";
+import { SpanKind, extractTraceContext, failSpan, startSpan, traceIdOf, type Context, type Span } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
-import type { SearchRequest, SearchResponse } from "../core/types.js";
 import type { AccountStore } from "./accounts/types.js";
 import { parseTrustedProxies, rateLimitKeyForIp, resolveClientIp } from "./client-ip.js";
 import { docsRouter } from "./docs-ui.js";
 import { checkHealth } from "./health.js";
 import { LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS, type Limiter, type RateLimitDecision } from "./limiter.js";
 import { renderLlmsTxt } from "./llms-txt.js";
-import { createGatewayMetrics, type AuthFailureReason, type GatewayMetrics, type RateLimitScope } from "./metrics.js";
-import { DOCS_PATH, HEALTH_PATH, LLMS_TXT_PATH, OPENAPI_PATH, SEARCH_PATH, openApiDocument } from "./openapi.js";
-import { queryCacheKey, type QueryCache } from "./query-cache.js";
+import { createGatewayMetrics, type GatewayMetrics, type RateLimitScope } from "./metrics.js";
+import { DOCS_PATH, HEALTH_PATH, LLMS_TXT_PATH, OPENAPI_PATH, REPOSITORY_PATH_PREFIX, SEARCH_PATH, SIMILAR_PATH, openApiDocument } from "./openapi.js";
+import { createOperations, OperationError, type OperationContext, type OperationResult } from "./operations.js";
+import { MCP_PATH, mountMcp } from "./mcp-route.js";
+import type { QueryCache } from "./query-cache.js";
 import type { CoreApi, ServiceHealth } from "./types.js";
-import { validateSearchRequest } from "./validation.js";
-import { describeError, fromBodyParserError, fromCoreError, publicCode, toJsonPointer, validationError } from "./errors.js";
+import { describeError, fromBodyParserError, publicCode, toJsonPointer, validationError } from "./errors.js";
 import { rateLimited, setRateLimitHeaders } from "./rate-limit-headers.js";
-import { authenticate } from "./auth.js";
+import { newRequestId } from "./http-edge.js";
+import { throttledWarn } from "./log-throttle.js";
 import { createBilling } from "./billing.js";
 
 export { toJsonPointer };
@@ -47,7 +49,7 @@ export interface GatewayAppConfig {
 
 export interface GatewayDeps {
   readonly core: CoreApi;
-  readonly accounts: Pick<AccountStore, "authenticate" | "debit" | "refund" | "health">;
+  readonly accounts: Pick<AccountStore, "authenticate" | "debit" | "refund" | "commit" | "health">;
   readonly limiter: Pick<Limiter, "consumeIp" | "consumeAccount">;
   readonly config: GatewayAppConfig;
   readonly logger: Logger;
@@ -59,16 +61,24 @@ export interface GatewayDeps {
   readonly queryCache?: QueryCache | null;
   /** Metrics to record into; a fresh registry with default metrics when absent. */
   readonly metrics?: GatewayMetrics;
+  /** True once the process drains for shutdown: /health answers 503 so that load balancers stop sending. */
+  readonly draining?: () => boolean;
 }
 
 /** A caller's X-Request-Id is echoed only when it is a short token of safe characters. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-/** Headroom over the core deadline before the gateway gives up on a core client that ignores it. */
-const CORE_DEADLINE_GRACE_MS = 250;
-/** The gateway's client span around the core call is `${CORE_SERVICE}/${method}`, as is the core's server span. */
-const CORE_SERVICE = "reposearch.v1.SearchService";
 
-const KNOWN_PATHS: ReadonlySet<string> = new Set([SEARCH_PATH, HEALTH_PATH, OPENAPI_PATH, LLMS_TXT_PATH, DOCS_PATH, METRICS_PATH]);
+const KNOWN_PATHS: ReadonlySet<string> = new Set([SEARCH_PATH, SIMILAR_PATH, HEALTH_PATH, OPENAPI_PATH, LLMS_TXT_PATH, DOCS_PATH, METRICS_PATH, MCP_PATH]);
+/** The card's route, as express matches it and as the access log and metrics name it. */
+const REPOSITORY_ROUTE = `${REPOSITORY_PATH_PREFIX}:owner/:repo`;
+
+/** The route template of a request that gets its own trace (the operations), or null. */
+function tracedRoute(req: Request): string | null {
+  const p = req.path.toLowerCase().replace(/\/+$/, "") || "/";
+  if (req.method === "POST" && (p === SEARCH_PATH || p === SIMILAR_PATH || p === MCP_PATH)) return p;
+  if (req.method === "GET" && p.startsWith(REPOSITORY_PATH_PREFIX)) return REPOSITORY_ROUTE;
+  return null;
+}
 
 /** Per-request facts, kept out of the (untyped) res.locals. */
 interface RequestState {
@@ -83,6 +93,8 @@ interface RequestState {
   /** The presented key, only so that logged error text can be scrubbed of it. */
   apiKey?: string;
   cache?: "hit" | "miss";
+  /** The per-IP decision, so the search's headers can report whichever scope binds first. */
+  ipDecision?: RateLimitDecision;
   /** The request's server span (POST /v1/codehost/search only) and the context that has it as parent. */
   span?: Span;
   traceCtx?: Context;
@@ -95,27 +107,80 @@ function stateOf(req: Request): RequestState {
   return s;
 }
 
-/** The validated body as the core's request; `rerank` is not part of the REST API and stays at the server default. */
-function toCoreRequest(body: SearchRequest): SearchRequest {
-  return { query: body.query, limit: body.limit, includeTree: body.includeTree, filters: body.filters };
+/** A body that claims UTF-8 but does not decode as UTF-8 (body-parser's `verify` hook throws it; errors.ts maps it). */
+class NotUtf8Error extends Error {
+  readonly status = 400;
+  readonly type = "entity.verify.failed";
+  constructor() {
+    super("request body is not valid UTF-8");
+  }
+}
+
+/** How long llms.txt states an index size before asking the core again. */
+const INDEX_SIZE_TTL_MS = 60_000;
+/** How long the first llms.txt request waits for the core's answer. */
+const INDEX_SIZE_WAIT_MS = 1_000;
+
+/**
+ * The served index's size, for llms.txt: asked of the core (GetIndexStats) at most once per
+ * INDEX_SIZE_TTL_MS, refreshed in the background once known, the last answer kept while the core does
+ * not answer; null until it first has.
+ */
+function indexSizeCache(core: Pick<CoreApi, "stats">, log: Logger): () => Promise<number | null> {
+  let value: number | null = null;
+  let fetchedAt = -Infinity;
+  let pending: Promise<void> | null = null;
+  const refresh = (): Promise<void> =>
+    (pending ??= core
+      .stats({ deadlineMs: INDEX_SIZE_WAIT_MS })
+      .then(
+        (s) => {
+          value = s.version === null ? value : s.count;
+          fetchedAt = Date.now();
+        },
+        (err: unknown) => {
+          // Asked again in 5 s, so a core that is down costs each llms.txt request no wait meanwhile.
+          fetchedAt = Date.now() - INDEX_SIZE_TTL_MS + 5_000;
+          log.debug("index stats for llms.txt unavailable", { error: err instanceof Error ? err.message : String(err) });
+        },
+      )
+      .finally(() => (pending = null)));
+  return async () => {
+    if (Date.now() - fetchedAt > INDEX_SIZE_TTL_MS) {
+      const p = refresh();
+      if (value === null) await p;
+    }
+    return value;
+  };
 }
 
 export function createGatewayApp(deps: GatewayDeps): express.Express {
   const { core, accounts, limiter, config, version, startedAt } = deps;
   const log = deps.logger.child({ component: "gateway" });
+  const warn = throttledWarn(log);
   const metrics = deps.metrics ?? createGatewayMetrics();
   const billing = createBilling({ accounts, metrics, log });
-  const queryCache = deps.queryCache ?? null;
-  const coreMethod = core.searchMethod ?? "Search";
+  const operations = createOperations({
+    core,
+    accounts,
+    limiter,
+    metrics,
+    logger: log,
+    coreTimeoutMs: config.server.coreTimeoutMs,
+    queryCache: deps.queryCache,
+    billing,
+  });
   const trusted = parseTrustedProxies(config.gateway.trustedProxies);
   const maxBodyBytes = config.gateway.maxBodyBytes;
-  const coreTimeoutMs = config.server.coreTimeoutMs;
   const openApiJson = JSON.stringify(openApiDocument);
-  const llmsTxt = renderLlmsTxt({
-    ipPerMinute: config.gateway.rateLimit.ipPerMinute,
-    accountPerMinute: config.gateway.rateLimit.accountPerMinute,
-    maxBodyBytes,
-  });
+  const llmsTxtOf = (indexedRepositories: number | null): string =>
+    renderLlmsTxt({
+      ipPerMinute: config.gateway.rateLimit.ipPerMinute,
+      accountPerMinute: config.gateway.rateLimit.accountPerMinute,
+      maxBodyBytes,
+      indexedRepositories,
+    });
+  const indexSize = indexSizeCache(core, log);
 
   const app = express();
   app.disable("x-powered-by");
@@ -125,18 +190,19 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
   app.use((req: Request, res: Response, next: NextFunction) => {
     const given = req.get("x-request-id");
     const state: RequestState = {
-      requestId: `req_${randomUUID().replace(/-/g, "")}`,
+      requestId: newRequestId(),
       clientRequestId: given !== undefined && SANE_REQUEST_ID.test(given) ? given : undefined,
       startNs: process.hrtime.bigint(),
       ip: "unknown",
     };
     states.set(req, state);
     res.setHeader("X-Request-Id", state.clientRequestId ?? state.requestId);
-    // One trace per search: the server span, joined to the caller's trace when it sent a traceparent.
-    if (req.method === "POST" && (req.path.toLowerCase().replace(/\/+$/, "") || "/") === SEARCH_PATH) {
+    // One trace per operation: the server span, joined to the caller's trace when it sent a traceparent.
+    const traced = tracedRoute(req);
+    if (traced !== null) {
       const { span, ctx } = startSpan(
-        `POST ${SEARCH_PATH}`,
-        { kind: SpanKind.SERVER, attributes: { "http.request.method": "POST", "http.route": SEARCH_PATH, "url.path": SEARCH_PATH } },
+        `${req.method} ${traced}`,
+        { kind: SpanKind.SERVER, attributes: { "http.request.method": req.method, "http.route": traced, "url.path": req.path } },
         extractTraceContext(req.headers),
       );
       state.span = span;
@@ -192,11 +258,6 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
     return decision;
   }
 
-  function authFailure(reason: AuthFailureReason, code: ErrorCode, message: string): ReposearchError {
-    metrics.authFailures.inc({ reason });
-    return new ReposearchError(code, message);
-  }
-
   // c. per-IP limit on every request, before anything else is looked at
   app.use(async (req: Request, res: Response, next: NextFunction) => {
     let decision: RateLimitDecision;
@@ -209,13 +270,19 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
       throw err;
     }
     if (!decision.allowed) throw rateLimited(res, decision, "requests per IP address");
+    // Every answer reports the limit that binds it; a search narrows this down after its account's limit.
+    stateOf(req).ipDecision = decision;
+    setRateLimitHeaders(res, decision);
     next();
   });
 
   // d. routes
   app.get(HEALTH_PATH, async (_req: Request, res: Response) => {
-    const { httpStatus, body, core: coreStatus } = await checkHealth({ core, accounts, cacheHealth: deps.cacheHealth, version, startedAt });
-    if (httpStatus !== 200) log.warn("health: unhealthy", { core: coreStatus, db: body.services.db.status, cache: body.services.cache.status });
+    const draining = deps.draining?.() ?? false;
+    const { httpStatus, body, core: coreStatus } = await checkHealth({ core, accounts, cacheHealth: deps.cacheHealth, version, startedAt, draining });
+    if (httpStatus !== 200) {
+      warn.warn("health", "health: unhealthy", { core: coreStatus, db: body.services.db.status, cache: body.services.cache.status, draining });
+    }
     res.setHeader("Cache-Control", "no-store");
     res.status(httpStatus).json(body);
   });
@@ -225,9 +292,10 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
     res.type("application/json; charset=utf-8").send(openApiJson);
   });
 
-  app.get(LLMS_TXT_PATH, (_req: Request, res: Response) => {
+  app.get(LLMS_TXT_PATH, async (_req: Request, res: Response) => {
+    const text = llmsTxtOf(await indexSize());
     res.setHeader("Cache-Control", "public, max-age=300");
-    res.type("text/plain; charset=utf-8").send(llmsTxt);
+    res.type("text/plain; charset=utf-8").send(text);
   });
 
   app.use(docsRouter());
@@ -238,11 +306,18 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
     res.type(metrics.registry.contentType).send(text);
   });
 
-  const parseJson = express.json({ limit: maxBodyBytes, strict: true, type: () => true });
+  const parseJson = express.json({
+    limit: maxBodyBytes,
+    strict: true,
+    type: () => true,
+    // UTF-8 that does not decode would silently become U+FFFD (./unicode.ts); other charsets are decoded by body-parser.
+    verify: (_req, _res, buf, encoding) => {
+      if (/^utf-?8$/i.test(encoding) && !isUtf8(buf)) throw new NotUtf8Error();
+    },
+  });
 
-  app.post(
-    SEARCH_PATH,
-    // e. transport-level checks: media type, then size and syntax (body-parser)
+  // e. transport-level checks of a JSON body: media type, then size and syntax (body-parser)
+  const jsonBody = [
     (req: Request, _res: Response, next: NextFunction) => {
       // Judged on the header alone (req.is() answers null for an empty body, which is a schema problem, not a media-type one).
       const mediaType = (req.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -254,83 +329,77 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
       next();
     },
     parseJson,
-    async (req: Request, res: Response) => {
-      const state = stateOf(req);
+  ];
 
-      // Authentication and permission (./auth.ts).
-      const principal = await authenticate(
-        req.get("x-api-key"),
-        accounts,
-        (reason) => metrics.authFailures.inc({ reason }),
-        (key) => (state.apiKey = key),
-      );
-      state.accountId = principal.accountId;
-      state.keyPrefix = principal.keyPrefix;
-
-      // Per-account limit; its headers go on every later answer, success included.
-      const accountId = principal.accountId;
-      const decision = await consumeLimit("account", () => limiter.consumeAccount(accountId));
-      if (!decision.allowed) throw rateLimited(res, decision, "searches per account");
-      setRateLimitHeaders(res, decision);
-
-      // The body against the published schema.
-      const checked = validateSearchRequest(req.body);
-      if (!checked.ok) throw validationError("request body is invalid", checked.details);
-      const request = toCoreRequest(checked.value);
-
-      // Charge first; refund if no answer follows (./billing.ts).
-      const ledgerId = state.requestId;
-      if (!(await billing.charge(accountId, ledgerId))) {
-        throw authFailure("insufficient_credits", ErrorCode.InsufficientCredits, "insufficient credits: top up the account in the dashboard");
-      }
-
-      let response: SearchResponse;
-      try {
-        response = await answer(request, res, state);
-      } catch (err) {
-        const failure = fromCoreError(err);
-        await billing.refund(accountId, ledgerId, `search failed: ${failure.code}`, state.apiKey);
-        throw failure;
-      }
-      res.json(response);
-    },
+  // The operations (./operations.ts): auth → per-account limit → schema → charge → core → answer or refund.
+  app.post(SEARCH_PATH, ...jsonBody, (req: Request, res: Response) => respond(req, res, (ctx) => operations.search({ ...ctx, body: req.body })));
+  app.post(SIMILAR_PATH, ...jsonBody, (req: Request, res: Response) => respond(req, res, (ctx) => operations.similar({ ...ctx, body: req.body })));
+  app.get(REPOSITORY_ROUTE, (req: Request, res: Response) =>
+    respond(req, res, (ctx) => operations.repository({ ...ctx, params: { owner: String(req.params.owner), repo: String(req.params.repo) } })),
   );
 
-  /** The core's answer, through the query cache when one is configured. */
-  async function answer(request: SearchRequest, res: Response, state: RequestState): Promise<SearchResponse> {
-    const key = queryCache ? queryCacheKey(request) : "";
-    if (queryCache) {
-      const hit = await queryCache.get(key);
-      metrics.queryCacheRequests.inc({ result: hit ? "hit" : "miss" });
-      state.cache = hit ? "hit" : "miss";
-      if (hit) return hit;
-    }
+  // The MCP server over Streamable HTTP (./mcp-route.ts): the key is checked here, each tool call runs one operation.
+  mountMcp(app, {
+    operations,
+    version,
+    parseJson,
+    facts: (req) => {
+      const state = stateOf(req);
+      return {
+        requestId: state.requestId,
+        clientIp: state.ip,
+        ipLimit: state.ipDecision,
+        traceContext: state.traceCtx,
+        observe: {
+          key: (key) => (state.apiKey = key),
+          account: (p) => {
+            state.accountId = p.accountId;
+            state.keyPrefix = p.keyPrefix;
+          },
+          cache: (c) => (state.cache = c),
+        },
+      };
+    },
+  });
+
+  /**
+   * Runs one operation for a REST request and writes its answer: the request's key, client, per-IP
+   * decision, id and trace go in; the answer's rate-limit headers and body come out (an error's headers
+   * too, then the error handler writes its body). The charge is settled once the answer has left.
+   */
+  async function respond<T>(req: Request, res: Response, run: (ctx: OperationContext) => Promise<OperationResult<T>>): Promise<void> {
+    const state = stateOf(req);
     const abort = new AbortController();
     const onClose = (): void => {
-      if (!res.writableFinished) abort.abort(new ReposearchError(ErrorCode.ExternalService, "client disconnected"));
+      if (!res.writableFinished) abort.abort();
     };
     res.once("close", onClose);
-    const guard = setTimeout(
-      () => abort.abort(new ReposearchError(ErrorCode.DeadlineExceeded, `no answer within ${coreTimeoutMs} ms`)),
-      coreTimeoutMs + CORE_DEADLINE_GRACE_MS,
-    );
-    // The core call as a client span under the request's span; its context travels as traceparent.
-    const { span, ctx } = startSpan(
-      `${CORE_SERVICE}/${coreMethod}`,
-      { kind: SpanKind.CLIENT, attributes: { "rpc.system": "grpc", "rpc.service": CORE_SERVICE, "rpc.method": coreMethod } },
-      state.traceCtx ?? extractTraceContext({}),
-    );
-    const metadata = { ...traceHeaders(ctx), "x-request-id": state.requestId };
     try {
-      const response = await untilAborted(core.search(request, { deadlineMs: coreTimeoutMs, signal: abort.signal, metadata }), abort.signal);
-      if (queryCache) await queryCache.set(key, response);
-      return response;
+      const result = await run({
+        apiKey: req.get("x-api-key"),
+        clientIp: state.ip,
+        ipLimit: state.ipDecision,
+        signal: abort.signal,
+        requestId: state.requestId,
+        traceContext: state.traceCtx,
+        observe: {
+          key: (key) => (state.apiKey = key),
+          account: (p) => {
+            state.accountId = p.accountId;
+            state.keyPrefix = p.keyPrefix;
+          },
+          cache: (c) => (state.cache = c),
+        },
+      });
+      for (const [name, value] of Object.entries(result.headers)) res.setHeader(name, value);
+      // The charge stands once the answer has left (or the client left while it was being written);
+      // a crash before that leaves it to the reservation sweep (./billing.ts).
+      res.once("close", result.settle);
+      res.json(result.body);
     } catch (err) {
-      failSpan(span, err instanceof ReposearchError ? err.code : "core call failed");
+      if (err instanceof OperationError) for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
       throw err;
     } finally {
-      span.end();
-      clearTimeout(guard);
       res.off("close", onClose);
     }
   }
@@ -356,13 +425,18 @@ export function createGatewayApp(deps: GatewayDeps): express.Express {
         ...(e.cause !== undefined ? { cause: describeError(e.cause, state?.apiKey) } : {}),
       };
       if (code === ErrorCode.Internal) log.error("internal error", fields);
-      else log.warn("upstream failure", fields);
+      // Upstream failures repeat with traffic during an outage: one full line per code and window (./log-throttle.ts).
+      else warn.warn(`upstream:${code}`, "upstream failure", fields);
     }
     if (res.headersSent) {
       res.destroy();
       return;
     }
-    if (code === ErrorCode.RateLimitUnavailable) res.setHeader("Retry-After", String(LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS));
+    if (code === ErrorCode.RateLimitUnavailable) {
+      // No limit could be decided (the per-IP one may have, before the account's failed): only Retry-After.
+      for (const h of ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]) res.removeHeader(h);
+      res.setHeader("Retry-After", String(LIMITER_UNAVAILABLE_RETRY_AFTER_SECONDS));
+    }
     const body: { code: ErrorCode; message: string; status: number; details?: ErrorDetail[] } = {
       code,
       // Internal messages never reach the caller.

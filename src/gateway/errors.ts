@@ -30,6 +30,9 @@ export function fromBodyParserError(err: unknown, maxBodyBytes: number): Reposea
       return validationError("unsupported request encoding", [
         { path: "", rule: "contentType", message: "send UTF-8 JSON as Content-Type: application/json, optionally gzip/deflate encoded" },
       ]);
+    case "entity.verify.failed":
+      // app.ts's verify hook: the bytes are not UTF-8 (./unicode.ts says why that is refused, not decoded).
+      return validationError("request body is not valid UTF-8", [{ path: "", rule: "unicode", message: "send the body as UTF-8 encoded JSON" }]);
     case "request.aborted":
     case "request.size.invalid":
       return validationError("request body was incomplete", [{ path: "", rule: "json", message: "the body ended before Content-Length bytes" }]);
@@ -51,13 +54,15 @@ export function toJsonPointer(path: string): string {
   return tokens.map((t) => `/${t.replace(/~/g, "~0").replace(/\//g, "~1")}`).join("");
 }
 
-/** A core failure as the caller sees it: its validation errors pass through (400), everything else is 502. */
+/** A core failure as the caller sees it: its validation errors (400) and NOT_FOUND (404) pass through, everything else is 502. */
 export function fromCoreError(err: unknown): ReposearchError {
   if (err instanceof ReposearchError) {
     if (err.code === ErrorCode.ValidationError) {
       const details = (err.details ?? []).map((d) => ({ ...d, path: toJsonPointer(d.path) }));
       return new ReposearchError(ErrorCode.ValidationError, err.message, { details, cause: err });
     }
+    // An unknown repository (similar, repository card): the caller's mistake, said as the core said it.
+    if (err.code === ErrorCode.NotFound) return new ReposearchError(ErrorCode.NotFound, err.message, { cause: err });
     const msg =
       err.code === ErrorCode.DeadlineExceeded
         ? "search core did not answer in time"

@@ -46,11 +46,18 @@ let close: () => Promise<void>;
 beforeAll(async () => {
   metrics = createGatewayMetrics();
   const app = createGatewayApp({
-    core: { search: (req) => behave.search(req), health: async () => "SERVING" },
+    core: {
+      search: (req) => behave.search(req),
+      similar: () => Promise.reject(new Error("not in this fake")),
+      repository: () => Promise.reject(new Error("not in this fake")),
+      stats: () => Promise.reject(new Error("not in this fake")),
+      health: async () => "SERVING",
+    },
     accounts: {
       authenticate: async (key) => (key === KEY ? behave.principal() : null),
       debit: () => behave.debit(),
       refund: async () => true,
+      commit: async () => true,
       health: async () => ({ status: "up", latencyMs: 1 }),
     },
     limiter: { consumeIp: () => behave.ip(), consumeAccount: () => behave.account() },

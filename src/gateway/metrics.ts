@@ -23,6 +23,10 @@ export interface GatewayMetrics {
   readonly creditsRefunded: Counter;
   /** Refused searches by reason ("missing" | "invalid" | "forbidden" | "insufficient_credits"). */
   readonly authFailures: Counter<"reason">;
+  /** Connections refused by a cap of the HTTP edge, by reason ("total" | "per_ip"). */
+  readonly connectionsRejected: Counter<"reason">;
+  /** Requests the HTTP edge answered itself (parser errors, timeouts, missing Host, Expect, CONNECT, long URLs, refused connections), by status. */
+  readonly protocolErrors: Counter<"status">;
 }
 
 export function createGatewayMetrics(registry?: Registry): GatewayMetrics {
@@ -61,6 +65,16 @@ export function createGatewayMetrics(registry?: Registry): GatewayMetrics {
       name: "auth_failures_total",
       help: "Searches refused by authentication, permission or credits, by reason (missing, invalid, forbidden, insufficient_credits).",
       labelNames: ["reason"] as const,
+    }),
+    connectionsRejected: counter(reg, {
+      name: "http_connections_rejected_total",
+      help: "Connections refused by the HTTP edge's caps (HTTP_MAX_CONNECTIONS, HTTP_MAX_CONNECTIONS_PER_IP), by reason (total or per_ip).",
+      labelNames: ["reason"] as const,
+    }),
+    protocolErrors: counter(reg, {
+      name: "http_protocol_errors_total",
+      help: "Answers of the HTTP edge itself, before any route: parser errors, header and body timeouts, missing Host, Expect, CONNECT, long URLs, refused connections; by status.",
+      labelNames: ["status"] as const,
     }),
   };
 }

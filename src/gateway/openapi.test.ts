@@ -265,3 +265,30 @@ test("validateResponse checks bodies against the document's response schemas", (
   );
   assert.ok(!validateResponse("Error", { error: { code: "UNAVAILABLE", message: "m", status: 502 } }).valid, "internal codes are not public");
 });
+
+test("findSimilarRepositories and getRepository: operations, parameters, 404s and the Repository card", () => {
+  const similar = openApiDocument.paths["/v1/codehost/similar"]!.post!;
+  assert.equal(similar.operationId, "findSimilarRepositories");
+  assert.deepEqual(similar.requestBody?.content["application/json"]!.schema, { $ref: "#/components/schemas/SimilarRequest" });
+  assert.deepEqual(similar.responses["200"], {
+    ...similar.responses["200"],
+    content: { "application/json": { schema: { $ref: "#/components/schemas/SearchResponse" } } },
+  });
+  const card = openApiDocument.paths["/v1/codehost/repos/{owner}/{repo}"]!.get!;
+  assert.equal(card.operationId, "getRepository");
+  assert.deepEqual(
+    card.parameters?.map((p) => [p.name, p.in, p.required]),
+    [
+      ["owner", "path", true],
+      ["repo", "path", true],
+    ],
+  );
+  for (const op of [similar, card]) {
+    assert.deepEqual(Object.keys(op.responses).sort(), ["200", "400", "401", "403", "404", "429", "500", "502", "503"]);
+    assert.deepEqual(op.responses["404"], { $ref: "#/components/responses/RepositoryNotFound" });
+  }
+  assert.equal(validateResponse("Repository", { name: "a/b" }).valid, false);
+  assert.ok(schemas.Repository.required?.includes("license") && schemas.Repository.required.includes("aliases"));
+  assert.deepEqual(schemas.SimilarRequest.required, ["repo"]);
+  assert.equal(schemas.SimilarRequest.additionalProperties, false);
+});

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Logger } from "../common/logger.js";
-import type { SearchRequest, SearchResponse } from "../core/types.js";
+import type { SearchRequest, SearchResponse, SimilarRequest } from "../core/types.js";
 import { LIMITS } from "../contract/search-request.js";
 import { throttledLog } from "./limiter.js";
 
@@ -33,6 +33,21 @@ export function queryCacheKey(req: SearchRequest): string {
   const filters = req.filters ?? {};
   const normalised = {
     query: req.query,
+    limit: req.limit ?? LIMITS.limitDefault,
+    includeTree: req.includeTree ?? false,
+    filters: { ...filters, excludeArchived: filters.excludeArchived ?? true },
+  };
+  return createHash("sha256").update(canonicalJson(normalised)).digest("hex");
+}
+
+/**
+ * The cache key of a validated similar request: like queryCacheKey, in its own key space (`similar`
+ * is part of the hashed form), with the repository name lowercased (names are case-insensitive).
+ */
+export function similarCacheKey(req: SimilarRequest): string {
+  const filters = req.filters ?? {};
+  const normalised = {
+    similar: req.repo.toLowerCase(),
     limit: req.limit ?? LIMITS.limitDefault,
     includeTree: req.includeTree ?? false,
     filters: { ...filters, excludeArchived: filters.excludeArchived ?? true },

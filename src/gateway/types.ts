@@ -2,15 +2,25 @@
  * What the REST facade needs from its collaborators, as small interfaces: the gateway is tested
  * against fakes, and the real gRPC client (src/core/grpc/client.ts) satisfies CoreApi structurally.
  */
-import type { SearchRequest, SearchResponse } from "../core/types.js";
+import type { GetRepositoryRequest, IndexStats, RepositoryCard, SearchRequest, SearchResponse, SimilarRequest } from "../core/types.js";
 
 /** gRPC health-checking states (grpc.health.v1.HealthCheckResponse.ServingStatus). */
 export type CoreServingStatus = "SERVING" | "NOT_SERVING" | "UNKNOWN" | "SERVICE_UNKNOWN";
 
+/** Per-call options of a core call: `metadata` carries the trace context (traceparent) and the request id. */
+export interface CoreCallOptions {
+  readonly deadlineMs: number;
+  readonly signal?: AbortSignal;
+  readonly metadata?: Readonly<Record<string, string>>;
+}
+
 /** The part of the gRPC core client the gateway calls. */
 export interface CoreApi {
-  /** `metadata` carries the trace context (traceparent) and the request id to the core. */
-  search(req: SearchRequest, opts: { deadlineMs: number; signal?: AbortSignal; metadata?: Readonly<Record<string, string>> }): Promise<SearchResponse>;
+  search(req: SearchRequest, opts: CoreCallOptions): Promise<SearchResponse>;
+  similar(req: SimilarRequest, opts: CoreCallOptions): Promise<SearchResponse>;
+  repository(req: GetRepositoryRequest, opts: CoreCallOptions): Promise<RepositoryCard>;
+  /** The served index (llms.txt states its size). */
+  stats(opts?: { deadlineMs?: number }): Promise<IndexStats>;
   health(): Promise<CoreServingStatus>;
   /** The gRPC method searches go through ("Search" when absent), for the client span. */
   readonly searchMethod?: string;

@@ -7,7 +7,9 @@ import type { Ajv2020, SchemaObject, ValidateFunction } from "ajv/dist/2020.js";
 import type { ErrorDetail } from "../common/errors.js";
 import { COMPONENTS_REF, type JsonSchema } from "../contract/json-schema.js";
 import { ajvErrorsToDetails, createAjv as createStrictAjv } from "../contract/validator.js";
-import type { SearchRequest } from "../core/types.js";
+import { repositoryRequestSchema, REPO_SEGMENT_PATTERN } from "../contract/repository-requests.js";
+import { compileSchema } from "../contract/validator.js";
+import type { GetRepositoryRequest, SearchRequest, SimilarRequest } from "../core/types.js";
 import { SCHEMA_NAMES, schemas, type SchemaName } from "./openapi.js";
 
 const SCHEMA_BASE = "https://reposearch.invalid/schemas/";
@@ -56,6 +58,39 @@ export function validateSearchRequest(body: unknown): ValidationResult<SearchReq
   const v = validatorFor("SearchRequest");
   if (v(body)) return { ok: true, value: body as SearchRequest };
   return { ok: false, details: ajvErrorsToDetails(v.errors) };
+}
+
+/** Validates a parsed similar body against the published SimilarRequest schema. */
+export function validateSimilarRequest(body: unknown): ValidationResult<SimilarRequest> {
+  if (body === undefined) {
+    return { ok: false, details: [{ path: "", rule: "required", message: "a JSON request body is required" }] };
+  }
+  const v = validatorFor("SimilarRequest");
+  if (v(body)) return { ok: true, value: body as SimilarRequest };
+  return { ok: false, details: ajvErrorsToDetails(v.errors) };
+}
+
+const segmentPattern = new RegExp(REPO_SEGMENT_PATTERN);
+let repositoryValidator: ReturnType<typeof compileSchema> | undefined;
+
+/**
+ * The path parameters of GET /v1/codehost/repos/{owner}/{repo} (as the router decoded them), checked
+ * one by one (detail paths `/owner`, `/repo`) and then joined against the contract's repository
+ * request (its length limit).
+ */
+export function validateRepositoryParams(params: { readonly owner: string; readonly repo: string }): ValidationResult<GetRepositoryRequest> {
+  const details: ErrorDetail[] = [];
+  for (const part of ["owner", "repo"] as const) {
+    const value = params[part];
+    if (typeof value !== "string" || !segmentPattern.test(value)) {
+      details.push({ path: `/${part}`, rule: "pattern", message: "must be one non-empty path segment without whitespace or slash" });
+    }
+  }
+  if (details.length) return { ok: false, details };
+  const request = { repo: `${params.owner}/${params.repo}` };
+  repositoryValidator ??= compileSchema(repositoryRequestSchema);
+  if (repositoryValidator(request)) return { ok: true, value: request };
+  return { ok: false, details: ajvErrorsToDetails(repositoryValidator.errors) };
 }
 
 /** Validates any value against a named schema of the document (tests check every response this way). */

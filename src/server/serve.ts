@@ -2,7 +2,11 @@
  * Process assembly: the search core over the served index (gRPC on GRPC_PORT; Connect, gRPC-Web and
  * gRPC on CONNECT_PORT), the REST gateway in front of it, or both in one process (the embedded
  * default). Shutdown drains: health goes NOT_SERVING, new work is refused, in-flight requests finish
- * within SHUTDOWN_GRACE_MS, then everything closes.
+ * within SHUTDOWN_GRACE_MS, then everything closes. The gateway loses no request a client sent
+ * before the signal: it first reports /health unhealthy and closes every connection after its next
+ * answer, keeps listening for SHUTDOWN_DRAIN_DELAY_MS (what is already in the kernel's accept queue
+ * gets accepted and answered, and load balancers see the flip), and only then stops listening and
+ * closes idle connections.
  */
 import cluster from "node:cluster";
 import { rmSync } from "node:fs";
@@ -17,21 +21,26 @@ import { gauge, joinClusterMetrics, metricsExposition, newRegistry } from "../co
 import { initTracing } from "../common/tracing.js";
 import type { Config } from "../config/config.js";
 import { SearchEngine } from "../core/engine.js";
+import { LOCAL_CALLER, createCoreAuth, newLocalToken } from "../core/grpc/auth.js";
 import { CoreClient } from "../core/grpc/client.js";
 import { startConnectServer, type ConnectServerHandle } from "../core/grpc/connect.js";
+import { FairScheduler } from "../core/grpc/scheduler.js";
 import { startGrpcServer, type GrpcServerHandle } from "../core/grpc/server.js";
 import { createCoreMetrics, type CoreMetrics } from "../core/metrics.js";
 import { createReranker } from "../core/rerank/factory.js";
 import { createLocalReranker } from "../core/rerank/local.js";
 import { createGatewayApp } from "../gateway/app.js";
+import type { HttpEdge } from "../gateway/http-edge.js";
 import { createAppServer } from "../gateway/http-server.js";
 import { openAccountStore, type AccountStore } from "../gateway/accounts/index.js";
+import { startReservationSweeper } from "../gateway/billing.js";
 import { createLimiter, type Limiter } from "../gateway/limiter.js";
 import { createGatewayMetrics, type GatewayMetrics } from "../gateway/metrics.js";
 import { createQueryCache } from "../gateway/query-cache.js";
 import { openStore } from "../store/factory.js";
 import type { VectorStore } from "../store/types.js";
 import { balancesConnections, receiveConnections } from "./balancer.js";
+import { removeStaleSockets } from "./stale-sockets.js";
 
 export type Role = "all" | "core" | "gateway";
 
@@ -43,6 +52,8 @@ export interface CoreHandle {
   readonly store: VectorStore;
   /** The core's metrics (on the registry passed in, or a fresh one). */
   readonly metrics: CoreMetrics;
+  /** With CORE_AUTH_TOKENS and a local socket: the private token of the gateway in this process (caller "local"). */
+  readonly localToken: string | null;
   close(): Promise<void>;
 }
 
@@ -75,6 +86,19 @@ export async function startCore(
     config.server.indexWatchIntervalMs,
   );
   timer.unref();
+  // One authentication and one fair share for both ports (docs/threat-model.md). With tokens, the
+  // gateway of this process gets a token of its own that never leaves the process.
+  const limits = config.server.coreLimits;
+  const localToken = config.server.coreAuthTokens.size > 0 && opts.localSocketPath ? newLocalToken() : null;
+  const auth = createCoreAuth(localToken ? new Map([...config.server.coreAuthTokens, [LOCAL_CALLER, localToken]]) : config.server.coreAuthTokens);
+  const scheduler = new FairScheduler(limits, metrics);
+  const protection = {
+    auth,
+    scheduler,
+    defaultDeadlineMs: config.server.coreDefaultDeadlineMs,
+    maxMessageBytes: limits.maxMessageBytes,
+    maxConcurrentStreams: limits.maxConcurrentStreams,
+  };
   const grpc = await startGrpcServer({
     core: engine,
     host: config.server.host,
@@ -83,6 +107,9 @@ export async function startCore(
     shutdownGraceMs: config.server.shutdownGraceMs,
     maxConnectionAgeMs: config.server.grpcMaxConnectionAgeMs,
     metrics,
+    ...protection,
+    streamMaxOpen: limits.streamMaxOpen,
+    streamMaxBatch: limits.streamMaxBatch,
     ...(opts.localSocketPath ? { localSocketPath: opts.localSocketPath } : {}),
   });
   let connect: ConnectServerHandle;
@@ -94,6 +121,7 @@ export async function startCore(
       logger: log,
       shutdownGraceMs: config.server.shutdownGraceMs,
       metrics,
+      ...protection,
     });
   } catch (err) {
     clearInterval(timer);
@@ -109,6 +137,7 @@ export async function startCore(
     count: info.count,
     embedderId: info.embedderId,
     reranker: reranker?.id ?? "off",
+    auth: auth.enabled ? "token" : "off",
   });
   return {
     engine,
@@ -116,6 +145,7 @@ export async function startCore(
     connect,
     store,
     metrics,
+    localToken,
     async close() {
       clearInterval(timer);
       await Promise.all([grpc.shutdown(), connect.shutdown()]);
@@ -138,7 +168,7 @@ export interface GatewayHandle {
 /** `balanced`: take connections from the cluster primary's balancer instead of listening on PORT (src/server/balancer.ts). */
 export async function startGateway(
   config: Config,
-  opts: { logger?: Logger; version: string; coreAddress?: string; registry?: Registry; balanced?: boolean },
+  opts: { logger?: Logger; version: string; coreAddress?: string; coreToken?: string | null; registry?: Registry; balanced?: boolean },
 ): Promise<GatewayHandle> {
   const log = opts.logger ?? rootLogger.child({ component: "gateway" });
   // Before the first gRPC call: without it every call's objects outlive it (src/common/async-resource-bind.ts).
@@ -148,9 +178,14 @@ export async function startGateway(
     defaultDeadlineMs: config.server.coreTimeoutMs,
     streams: config.server.coreStreams,
     streamMaxAgeMs: config.server.coreStreamMaxAgeMs,
+    token: opts.coreToken !== undefined ? opts.coreToken : config.server.coreToken,
   });
   const accounts = await openAccountStore(config);
+  // Searches that a process which died charged but never answered are refunded before this one serves (billing.ts).
+  const sweeper = startReservationSweeper({ accounts, metrics, log, ttlMs: config.gateway.reservationTtlMs });
+  await sweeper.initial;
   let limiter: Limiter | null = null;
+  let edge: HttpEdge | null = null;
   try {
     limiter = await createLimiter(config, log);
     const queryCache = createQueryCache(config, limiter, log);
@@ -165,21 +200,28 @@ export async function startGateway(
       cacheHealth: () => limiter!.cacheHealth(),
       queryCache,
       metrics,
+      draining: () => edge?.draining ?? false,
     });
     // Balanced (a cluster worker under SERVE_BALANCING=least-connections): the primary owns the port and
     // hands connections over IPC. The server still listens, on a private Unix socket, so node:http
     // tracks the connections (idle closing at shutdown, header and request timeouts).
     const socketPath = opts.balanced ? path.join(tmpdir(), `reposearch-gateway-${process.pid}.sock`) : null;
     if (socketPath) rmSync(socketPath, { force: true });
-    const server = await new Promise<Server>((resolve, reject) => {
-      const s = createAppServer(app);
-      s.once("error", reject);
-      if (socketPath) s.listen(socketPath, () => resolve(s));
-      else s.listen(config.server.port, config.server.host, () => resolve(s));
+    const created = createAppServer(app, {
+      // Waiting for the core counts as inactivity, so the socket timeout never cuts a core call short.
+      limits: { ...config.gateway.http, socketTimeoutMs: socketTimeoutMs(config) },
+      trustedProxies: config.gateway.trustedProxies,
+      logger: log,
+      metrics,
+    });
+    const { server, edge: httpEdge } = created;
+    edge = httpEdge;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      if (socketPath) server.listen(socketPath, () => resolve());
+      else server.listen(config.server.port, config.server.host, () => resolve());
     });
     const handedOff = socketPath ? receiveConnections(server) : null;
-    // Keep-alive sockets must not hold shutdown open longer than the grace period.
-    server.keepAliveTimeout = 5_000;
     let url: string;
     if (socketPath) {
       url = `unix:${socketPath}`;
@@ -189,41 +231,61 @@ export async function startGateway(
       url = `http://${addr.family === "IPv6" ? `[${addr.address}]` : addr.address}:${addr.port}`;
       log.info("REST gateway listening", { url, core: opts.coreAddress ?? config.server.coreAddress });
     }
+    let closing: Promise<void> | null = null;
+    const drainMs = config.server.shutdownDrainDelayMs;
     return {
       server,
       url,
       accounts,
       metrics,
-      async close() {
-        handedOff?.stop();
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(() => {
-            server.closeAllConnections();
-            for (const s of handedOff?.sockets ?? []) s.destroy();
-            resolve();
-          }, config.server.shutdownGraceMs);
-          t.unref();
-          // node:http's close callback waits for the connections its listener accepted, not handed-off ones.
-          const drained = (): void => {
-            if (handedOff && handedOff.sockets.size > 0) return void setTimeout(drained, 20).unref();
-            clearTimeout(t);
-            resolve();
-          };
-          server.close(drained);
-          server.closeIdleConnections();
-        });
-        if (socketPath) rmSync(socketPath, { force: true });
-        core.close();
-        await limiter!.close();
-        await accounts.close();
+      close() {
+        closing ??= (async () => {
+          // 1. /health 503 and `Connection: close` on every answer; still accepting.
+          httpEdge.beginDrain();
+          log.info("REST gateway draining", { drainDelayMs: drainMs, graceMs: config.server.shutdownGraceMs });
+          // 2. Keep accepting: connections already in the accept queue (or handed over by the primary) are answered.
+          if (handedOff) await handedOff.drain(drainMs + 5_000);
+          else if (drainMs > 0) await new Promise<void>((resolve) => setTimeout(resolve, drainMs));
+          handedOff?.stop();
+          // 3. Stop listening, close idle connections, and give requests in flight the grace period.
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(() => {
+              server.closeAllConnections();
+              for (const s of handedOff?.sockets ?? []) s.destroy();
+              resolve();
+            }, config.server.shutdownGraceMs);
+            t.unref();
+            // node:http's close callback waits for the connections its listener accepted, not handed-off ones.
+            const drained = (): void => {
+              if (httpEdge.connections > 0) return void setTimeout(drained, 20).unref();
+              clearTimeout(t);
+              resolve();
+            };
+            server.close(drained);
+            server.closeIdleConnections();
+          });
+          if (socketPath) rmSync(socketPath, { force: true });
+          core.close();
+          sweeper.stop();
+          await limiter!.close();
+          await accounts.close();
+        })();
+        return closing;
       },
     };
   } catch (err) {
+    sweeper.stop();
     await limiter?.close().catch(() => {});
     await accounts.close().catch(() => {});
     core.close();
     throw err;
   }
+}
+
+/** HTTP_SOCKET_TIMEOUT_MS, raised to CORE_TIMEOUT_MS + 5 s when lower (0 stays off). */
+export function socketTimeoutMs(config: Config): number {
+  const configured = config.gateway.http.socketTimeoutMs;
+  return configured === 0 ? 0 : Math.max(configured, config.server.coreTimeoutMs + 5_000);
 }
 
 export interface Running {
@@ -304,6 +366,8 @@ export async function serve(config: Config, role: Role, version: string, opts: {
   let core: CoreHandle | null = null;
   let coreHttp: CoreMetricsServer | null = null;
   let gateway: GatewayHandle | null = null;
+  // What a process killed before its graceful stop left in the temp dir (./stale-sockets.ts).
+  removeStaleSockets(rootLogger.child({ component: "serve" }));
   try {
     // Role "all": the gateway dials its own core over a per-process Unix socket (see startGrpcServer).
     const localSocketPath = role === "all" ? path.join(tmpdir(), `reposearch-core-${process.pid}.sock`) : undefined;
@@ -311,7 +375,10 @@ export async function serve(config: Config, role: Role, version: string, opts: {
     coreHttp = role === "core" && core ? await startCoreMetricsServer(config, core) : null;
     const coreAddress = core ? (core.grpc.localAddress ?? core.grpc.address) : undefined;
     const balanced = cluster.isWorker && balancesConnections(config, role);
-    gateway = role === "core" ? null : await startGateway(config, { version, registry, balanced, ...(coreAddress ? { coreAddress } : {}) });
+    gateway =
+      role === "core"
+        ? null
+        : await startGateway(config, { version, registry, balanced, ...(coreAddress ? { coreAddress } : {}), ...(core ? { coreToken: core.localToken } : {}) });
   } catch (err) {
     await coreHttp?.close();
     await core?.close();

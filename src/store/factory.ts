@@ -8,7 +8,6 @@ import { embeddedStoreFromConfig } from "./embedded/index.js";
 import { QdrantStore, qdrantStoreOptionsFromConfig } from "./qdrant/store.js";
 import type { VectorStore } from "./types.js";
 
-
 export interface StoreSettings {
   readonly kind: VectorStoreKind;
   /** Set when kind is "qdrant". */

@@ -82,10 +82,50 @@ export function checkPopular(p: NonNullable<LexicalQuery["popular"]>): { readonl
   return p;
 }
 
+/**
+ * The `limit` rows with the highest value among `rows` (ties: the lower row first), best first; rows
+ * whose value is null are left out. One pass with a bounded buffer, for stores that hold payloads in
+ * memory (ScrollQuery.orderBy).
+ */
+export function topRowsBy(rows: Iterable<number>, valueOf: (row: number) => number | null, limit: number): number[] {
+  if (limit <= 0) return [];
+  const top: { row: number; stars: number }[] = [];
+  let floor = -Infinity;
+  for (const row of rows) {
+    const stars = valueOf(row);
+    if (stars === null || (top.length >= limit && stars <= floor)) continue;
+    top.push({ row, stars });
+    if (top.length >= limit * 2) {
+      top.sort((a, b) => b.stars - a.stars || a.row - b.row);
+      top.length = limit;
+      floor = top[limit - 1]!.stars;
+    }
+  }
+  top.sort((a, b) => b.stars - a.stars || a.row - b.row);
+  return top.slice(0, limit).map((t) => t.row);
+}
+
 /** The lexical hits and the popular ones not among them, in that order (see LexicalQuery.popular). */
 export function appendPopular<T extends { readonly id: PointId }>(hits: readonly T[], popular: readonly T[]): T[] {
   const seen = new Set(hits.map((h) => h.id));
   return [...hits, ...popular.filter((h) => !seen.has(h.id))];
+}
+
+/** Points by a filter rather than by similarity: a lookup by name, or the most-starred under a filter. */
+export interface ScrollQuery {
+  readonly filter?: Filter | undefined;
+  readonly limit: number;
+  /** Also return each point's stored dense vector (null where the store holds none: the lexical bootstrap). */
+  readonly withVectors?: boolean | undefined;
+  /** "stars": most stars first, rows without a star count left out (Qdrant's order_by); absent: no particular order. */
+  readonly orderBy?: "stars" | undefined;
+}
+
+/** A point as stored: its payload and, when asked for, its vector. */
+export interface StoredPoint {
+  readonly id: PointId;
+  readonly payload: RepoPayload;
+  readonly vector: Float32Array | null;
 }
 
 /** Ranking features for chosen candidates: how the query's words and vector match each of them. */
@@ -160,6 +200,8 @@ export interface VectorStore {
   lexicalSearch(q: LexicalQuery): Promise<ScoredPoint[]>;
   count(filter?: Filter): Promise<number>;
   retrieve(ids: readonly PointId[]): Promise<(RepoPayload | null)[]>;
+  /** At most `limit` points that pass the filter, in the query's order (ScrollQuery). */
+  scroll(q: ScrollQuery): Promise<StoredPoint[]>;
   /** Features of the given points for the learned ranker; ids the store does not hold score 0. */
   explain(q: ExplainQuery): Promise<Explanation>;
   openWriter(opts: { writerId: string; dims: number; embedderId: string }): Promise<StoreWriter>;

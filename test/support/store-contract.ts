@@ -297,6 +297,34 @@ export function storeContract(name: string, fresh: () => Promise<ContractStore>,
       assert.deepEqual(await store().retrieve([]), []);
     });
 
+    it("scroll: points by filter (a lookup by name or former name) with stored vectors, and the most-starred under a filter", async () => {
+      const byName = (k: string): Filter => ({
+        should: [
+          { key: "key", match: { value: k } },
+          { key: "aliasKeys", match: { value: k } },
+        ],
+      });
+      const [seven] = await store().scroll({ filter: byName("legacy/quaternion-kit"), limit: 2, withVectors: true });
+      assert.equal(seven?.id, idOf(7));
+      assert.deepEqual(seven.payload, ALL[7]!.payload);
+      assert.ok(seven.vector !== null && dot(seven.vector, ALL[7]!.vector) > 1 - 1e-4, "the stored vector");
+      assert.equal((await store().scroll({ filter: byName("org3/proj-13"), limit: 2 }))[0]?.vector, null, "no vector unless asked");
+      assert.deepEqual(await store().scroll({ filter: byName("nobody/none"), limit: 2 }), []);
+
+      const filter: Filter = { must: [{ key: "languageLc", match: { value: "go" } }] };
+      const expected = ALL.filter((p) => p.payload.languageLc === "go" && p.payload.stars !== null).sort((a, b) => b.payload.stars! - a.payload.stars!);
+      const top = await store().scroll({ filter, limit: 4, orderBy: "stars" });
+      assert.deepEqual(
+        top.map((p) => p.payload.stars),
+        expected.slice(0, 4).map((p) => p.payload.stars),
+      );
+      const all = await store().scroll({ limit: N, orderBy: "stars" });
+      assert.equal(all.length, ALL.filter((p) => p.payload.stars !== null).length, "rows without stars are not in an ordered scroll");
+      const some = await store().scroll({ filter, limit: 3 });
+      assert.equal(some.length, 3);
+      assert.ok(some.every((p) => p.payload.languageLc === "go"));
+    });
+
     it("hashes() shows the published points plus the writer's own staged work", async () => {
       const { store: s } = await own();
       await publish(s, ALL.slice(0, 20));

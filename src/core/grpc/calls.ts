@@ -1,8 +1,10 @@
 /**
  * One call of reposearch.v1.SearchService, whatever carried it: a grpc-js unary call or a search on a
  * SearchStream (server.ts), or a Connect, gRPC-Web or gRPC call on the Connect port (connect.ts). Both
- * servers run their calls here, so they share the trace span, the deadline, the abort wiring, the
- * error mapping, the metrics and the log line.
+ * servers run their calls here, so they share the trace span, the deadline (the caller's, else
+ * CORE_DEFAULT_DEADLINE_MS), the abort wiring, the error mapping, the metrics and the log line. A
+ * search is bounded in size (bounds.ts), validated, and then waits for its fair share of the core
+ * (scheduler.ts) before it runs.
  */
 import type { Code } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
@@ -13,8 +15,19 @@ import type { Logger } from "../../common/logger.js";
 import { SpanKind, context, extractTraceContext, failSpan, stageSpan, startSpan } from "../../common/tracing.js";
 import type { GrpcCallMetrics } from "../metrics.js";
 import type { SearchCore } from "../types.js";
-import { validateSearchRequest } from "../validate.js";
-import { SEARCH_SERVICE_NAME, requestFromProto, responseToProto, statsToProto } from "./convert.js";
+import { validateRepositoryRequest, validateSearchRequest, validateSimilarRequest } from "../validate.js";
+import type { Caller } from "./auth.js";
+import { checkRequestBounds } from "./bounds.js";
+import {
+  SEARCH_SERVICE_NAME,
+  repositoryRequestFromProto,
+  repositoryToProto,
+  requestFromProto,
+  responseToProto,
+  similarRequestFromProto,
+  statsToProto,
+} from "./convert.js";
+import type { FairScheduler } from "./scheduler.js";
 
 /** A cancellation this close to the deadline is reported as the deadline (see `cancel` in callRunner). */
 const DEADLINE_SKEW_MS = 200;
@@ -33,6 +46,8 @@ const SERVER_FAULTS: ReadonlySet<grpc.status> = new Set([
 export interface CallContext {
   /** Per-stage hook that records the stage as a child span of the call's span (undefined when not tracing). */
   readonly onStage: ((stage: string, seconds: number) => void) | undefined;
+  /** Who called (auth.ts): the fair-share key and metric label. */
+  readonly caller: Caller;
 }
 
 /** The work of one method: gets the decoded request, returns the wire object to send (convert.ts). */
@@ -46,8 +61,10 @@ export interface Invocation {
   readonly traceparent: string | undefined;
   readonly tracestate: string | undefined;
   readonly requestId: string | undefined;
-  /** Epoch ms when the caller stops waiting; Infinity: no deadline. */
+  /** Epoch ms when the caller stops waiting; Infinity: none set (the runner's default deadline applies). */
   readonly deadline: number;
+  /** Who called (auth.ts). */
+  readonly caller: Caller;
   /** The protocol on the Connect port ("connect", "grpc", "grpc-web"), for the log line; absent on the grpc-js server. */
   readonly protocol?: string | undefined;
 }
@@ -76,6 +93,8 @@ export interface CallRunnerOptions {
   readonly metrics?: GrpcCallMetrics | undefined;
   /** True once the server shuts down: new calls are answered UNAVAILABLE. */
   readonly draining: () => boolean;
+  /** Deadline of a call whose caller set none, in ms (CORE_DEFAULT_DEADLINE_MS). Absent: none. */
+  readonly defaultDeadlineMs?: number | undefined;
 }
 
 /**
@@ -96,9 +115,12 @@ export function callRunner(opts: CallRunnerOptions): (inv: Invocation, work: Cal
     );
     const callCtx: CallContext = {
       onStage: span.isRecording() ? (stage, seconds) => stageSpan(spanCtx, `search.${stage}`, seconds, { "search.stage": stage }) : undefined,
+      caller: inv.caller,
     };
     const ac = new AbortController();
-    const remainingMs = inv.deadline - Date.now();
+    // A call without a deadline would hold its slot, or its place in the queue, for ever.
+    const deadline = inv.deadline === Infinity && opts.defaultDeadlineMs !== undefined ? Date.now() + opts.defaultDeadlineMs : inv.deadline;
+    const remainingMs = deadline - Date.now();
     let deadlineTimer: NodeJS.Timeout | undefined;
     // Once answered, a cancel changes nothing (grpc-js emits 'cancelled' when a unary stream closes,
     // answered calls included, and a Connect handler's signal aborts when the call completes;
@@ -114,7 +136,7 @@ export function callRunner(opts: CallRunnerOptions): (inv: Invocation, work: Cal
     // clock started first), so a cancel that close to the deadline is the deadline.
     const cancel = (): void => {
       if (answered || ac.signal.aborted) return;
-      if (inv.deadline - Date.now() <= DEADLINE_SKEW_MS) onDeadline();
+      if (deadline - Date.now() <= DEADLINE_SKEW_MS) onDeadline();
       else ac.abort(new CallCancelled("call cancelled by the client"));
     };
     const finish = (outcome: Outcome): Outcome => {
@@ -122,7 +144,7 @@ export function callRunner(opts: CallRunnerOptions): (inv: Invocation, work: Cal
       if (deadlineTimer) clearTimeout(deadlineTimer);
       const ms = performance.now() - startedAt;
       const codeName = grpc.status[outcome.code] ?? String(outcome.code);
-      metrics?.observeCall(SEARCH_SERVICE_NAME, method, codeName, ms / 1000);
+      metrics?.observeCall(SEARCH_SERVICE_NAME, method, codeName, ms / 1000, inv.caller.label);
       // Connect numbers its codes as gRPC does; its spans name the code (and only on errors).
       if (system === "grpc") span.setAttribute("rpc.grpc.status_code", outcome.code);
       else if (outcome.code !== grpc.status.OK) span.setAttribute("rpc.connect_rpc.error_code", codeToString(outcome.code as number as Code));
@@ -162,12 +184,54 @@ export function callRunner(opts: CallRunnerOptions): (inv: Invocation, work: Cal
   };
 }
 
-/** Search: validates the request itself (direct callers skip the REST facade's check), then searches. */
-export function searchWork(core: SearchCore): CallWork {
-  return async (request, signal, { onStage }) => {
-    const req = validateSearchRequest(requestFromProto(request));
+/**
+ * Search: bounds and validates the request itself (direct callers skip the REST facade's check), waits
+ * for a slot of `scheduler` (when given), then searches. The slot is held until the core's work has
+ * really ended, even when the caller stopped waiting earlier.
+ */
+export function searchWork(core: SearchCore, scheduler?: FairScheduler | null): CallWork {
+  return async (request, signal, { onStage, caller }) => {
+    const req = validateSearchRequest(checkRequestBounds(requestFromProto(request)));
     if (!core.ready()) throw new ReposearchError(ErrorCode.Unavailable, "no index loaded yet");
-    return responseToProto(await core.search(req, { signal, ...(onStage ? { onStage } : {}) }));
+    const release = scheduler ? await scheduler.acquire(caller, signal) : null;
+    try {
+      return responseToProto(await core.search(req, { signal, ...(onStage ? { onStage } : {}) }));
+    } finally {
+      release?.();
+    }
+  };
+}
+
+/**
+ * Similar: priced and scheduled as a search (bounds, validation, a fair-share slot), then the core's
+ * `similar`. A core without it (a test double) answers INTERNAL.
+ */
+export function similarWork(core: SearchCore, scheduler?: FairScheduler | null): CallWork {
+  return async (request, signal, { onStage, caller }) => {
+    const similar = core.similar?.bind(core);
+    if (!similar) throw new ReposearchError(ErrorCode.Internal, "this core does not serve Similar");
+    const decoded = similarRequestFromProto(request);
+    // The bounds are on the filter lists, which a similar request shares with a search.
+    checkRequestBounds({ query: "", filters: decoded.filters });
+    const req = validateSimilarRequest(decoded);
+    if (!core.ready()) throw new ReposearchError(ErrorCode.Unavailable, "no index loaded yet");
+    const release = scheduler ? await scheduler.acquire(caller, signal) : null;
+    try {
+      return responseToProto(await similar(req, { signal, ...(onStage ? { onStage } : {}) }));
+    } finally {
+      release?.();
+    }
+  };
+}
+
+/** GetRepository: a lookup by name, cheap enough to skip the scheduler. INTERNAL without it, as Similar. */
+export function repositoryWork(core: SearchCore): CallWork {
+  return async (request, signal) => {
+    const repository = core.repository?.bind(core);
+    if (!repository) throw new ReposearchError(ErrorCode.Internal, "this core does not serve GetRepository");
+    const req = validateRepositoryRequest(repositoryRequestFromProto(request));
+    if (!core.ready()) throw new ReposearchError(ErrorCode.Unavailable, "no index loaded yet");
+    return repositoryToProto(await repository(req, { signal }));
   };
 }
 

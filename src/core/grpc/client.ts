@@ -2,14 +2,25 @@
  * Client of the core's gRPC API (used by the REST facade). One channel per instance, reused for
  * every call. Failures come back as ReposearchError: the server's own code, message and details
  * when it answered (trailers), UNAVAILABLE / DEADLINE_EXCEEDED when the transport or the deadline
- * failed, so callers never see a raw grpc ServiceError.
+ * failed, so callers never see a raw grpc ServiceError. With `token` every call carries the core's
+ * service token (`authorization: Bearer …`, auth.ts).
  */
 import * as grpc from "@grpc/grpc-js";
 import type * as protoLoader from "@grpc/proto-loader";
 import { ConfigError, ErrorCode, ReposearchError } from "../../common/errors.js";
-import type { IndexStats, SearchRequest, SearchResponse } from "../types.js";
+import type { GetRepositoryRequest, IndexStats, RepositoryCard, SearchRequest, SearchResponse, SimilarRequest } from "../types.js";
 import { SearchMultiplexer } from "./multiplex.js";
-import { SEARCH_SERVICE_NAME, errorFromStatus, loadProtos, requestToProto, responseFromProto, statsFromProto } from "./convert.js";
+import {
+  SEARCH_SERVICE_NAME,
+  errorFromStatus,
+  loadProtos,
+  repositoryFromProto,
+  repositoryRequestToProto,
+  requestToProto,
+  responseFromProto,
+  similarRequestToProto,
+  statsFromProto,
+} from "./convert.js";
 
 /** grpc.health.v1.HealthCheckResponse.ServingStatus. */
 export type ServingStatus = "SERVING" | "NOT_SERVING" | "UNKNOWN" | "SERVICE_UNKNOWN";
@@ -29,6 +40,8 @@ export interface CoreClientOptions {
   readonly streams?: number;
   /** With streams: age after which a stream takes no new searches and closes once idle, in ms. Default 5000. */
   readonly streamMaxAgeMs?: number;
+  /** The core's service token (CORE_TOKEN), sent on every call. Absent or null: none (a core without authentication). */
+  readonly token?: string | null;
 }
 
 export interface CallOptions {
@@ -92,6 +105,8 @@ export class CoreClient {
   private readonly healthService: protoLoader.ServiceDefinition;
   private readonly defaultDeadlineMs: number;
   private readonly mux: SearchMultiplexer | null;
+  /** The `authorization` metadata value, or null. */
+  private readonly authorization: string | null;
   /** The method searches go through: "Search" (unary) or "SearchStream". */
   readonly searchMethod: "Search" | "SearchStream";
 
@@ -106,11 +121,13 @@ export class CoreClient {
     this.searchService = protos.searchService;
     this.healthService = protos.healthService;
     this.defaultDeadlineMs = opts.defaultDeadlineMs ?? 2_000;
+    this.authorization = opts.token ? `Bearer ${opts.token}` : null;
     this.client = new grpc.Client(this.address, opts.credentials ?? grpc.credentials.createInsecure(), {
       ...DEFAULT_CHANNEL_OPTIONS,
       ...opts.channelOptions,
     });
-    this.mux = streams > 0 ? new SearchMultiplexer(this.client, this.searchService.SearchStream!, { streams, streamMaxAgeMs }) : null;
+    this.mux =
+      streams > 0 ? new SearchMultiplexer(this.client, this.searchService.SearchStream!, { streams, streamMaxAgeMs, authorization: this.authorization }) : null;
     this.searchMethod = this.mux ? "SearchStream" : "Search";
   }
 
@@ -124,6 +141,16 @@ export class CoreClient {
 
   async stats(opts: CallOptions = {}): Promise<IndexStats> {
     return statsFromProto(await this.unary(this.searchService, "GetIndexStats", {}, opts));
+  }
+
+  /** Repositories like `req.repo` (always a unary call: SearchStream carries searches only). */
+  async similar(req: SimilarRequest, opts: CallOptions = {}): Promise<SearchResponse> {
+    return responseFromProto(await this.unary(this.searchService, "Similar", similarRequestToProto(req), opts));
+  }
+
+  /** One repository's card; NOT_FOUND for an unknown name. */
+  async repository(req: GetRepositoryRequest, opts: CallOptions = {}): Promise<RepositoryCard> {
+    return repositoryFromProto(await this.unary(this.searchService, "GetRepository", repositoryRequestToProto(req), opts));
   }
 
   /**
@@ -167,6 +194,7 @@ export class CoreClient {
     const { signal } = opts;
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const metadata = new grpc.Metadata();
+    if (this.authorization !== null) metadata.set("authorization", this.authorization);
     try {
       for (const [k, v] of Object.entries(opts.metadata ?? {})) metadata.set(k, v);
     } catch (err) {

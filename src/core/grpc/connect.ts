@@ -1,5 +1,5 @@
 /**
- * The core's Connect port: reposearch.v1.SearchService (Search and GetIndexStats) over the Connect
+ * The core's Connect port: reposearch.v1.SearchService (Search, Similar, GetRepository, GetIndexStats) over the Connect
  * protocol (JSON and binary, HTTP/1.1 and HTTP/2), gRPC-Web and gRPC, with @connectrpc/connect-node.
  * So a browser, `curl` or any Connect client can call the core without a gRPC stack. The grpc-js server (server.ts) stays the port for plain gRPC with
  * health, reflection and SearchStream; SearchStream is not served here (UNIMPLEMENTED).
@@ -9,11 +9,16 @@
  * mapping. An error carries its Connect code (connectCodeOf), its public message, the same
  * `reposearch-error-code` / `reposearch-error-details-bin` metadata as a gRPC error's trailers, and the
  * validation details as reposearch.v1.ErrorDetail error details.
+ *
+ * The same protection as the gRPC port (docs/threat-model.md): the service token (auth.ts) is checked
+ * before anything else, searches share the gRPC port's scheduler, a call without a deadline gets
+ * CORE_DEFAULT_DEADLINE_MS, request messages are bounded by `maxMessageBytes` and HTTP/2 connections by
+ * `maxConcurrentStreams`.
  */
 import http from "node:http";
 import http2 from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
-import { ConnectError, encodeBinaryHeader, type HandlerContext } from "@connectrpc/connect";
+import { ConnectError, createContextKey, createContextValues, encodeBinaryHeader, type HandlerContext } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ReposearchError } from "../../common/errors.js";
@@ -21,14 +26,20 @@ import type { Logger } from "../../common/logger.js";
 import {
   ErrorDetailSchema,
   IndexStatsSchema,
+  RepositorySchema,
   SearchResponseSchema,
   SearchService,
+  SimilarResponseSchema,
   type IndexStats as IndexStatsMessage,
+  type Repository as RepositoryMessage,
   type SearchResponse as SearchResponseMessage,
+  type SimilarResponse as SimilarResponseMessage,
 } from "../../gen/reposearch/v1/search_pb.js";
 import type { GrpcCallMetrics } from "../metrics.js";
 import type { SearchCore } from "../types.js";
-import { callRunner, searchWork, statsWork, type CallWork } from "./calls.js";
+import { ANONYMOUS, TOKEN_HEADER, assertAuthAllowed, authError, createCoreAuth, type Caller, type CoreAuth } from "./auth.js";
+import { callRunner, repositoryWork, searchWork, similarWork, statsWork, type CallWork } from "./calls.js";
+import type { FairScheduler } from "./scheduler.js";
 import { ERROR_CODE_TRAILER, ERROR_DETAILS_TRAILER, messageFromWire, type Wire } from "./convert.js";
 
 export interface ConnectServerOptions {
@@ -42,6 +53,16 @@ export interface ConnectServerOptions {
   readonly shutdownGraceMs: number;
   /** Records every call, in the same metrics as the gRPC port's calls. */
   readonly metrics?: GrpcCallMetrics;
+  /** Who may call (auth.ts). Absent: no authentication, which only a loopback `host` allows. */
+  readonly auth?: CoreAuth;
+  /** The gRPC port's scheduler, so that both ports share the core fairly. Absent: searches start at once. */
+  readonly scheduler?: FairScheduler | null;
+  /** Deadline of a call without one, in ms. Absent: none. */
+  readonly defaultDeadlineMs?: number;
+  /** Largest request message, in bytes. Default 4 MiB (as grpc-js). */
+  readonly maxMessageBytes?: number;
+  /** Streams one HTTP/2 connection may have open. Absent: Node's default. */
+  readonly maxConcurrentStreams?: number;
 }
 
 export interface ConnectServerHandle {
@@ -53,8 +74,11 @@ export interface ConnectServerHandle {
   shutdown(): Promise<void>;
 }
 
-/** Largest request message accepted: grpc-js's default receive limit on the gRPC port. */
+/** Largest request message accepted by default: grpc-js's default receive limit on the gRPC port. */
 const READ_MAX_BYTES = 4 * 1024 * 1024;
+
+/** The peer of a call (`address:port`), for the fair share of anonymous callers. */
+const PEER = createContextKey<string>("unknown", { description: "peer address" });
 
 /** How an HTTP/2 connection without TLS starts (RFC 9113 §3.4, "prior knowledge"). */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
@@ -116,13 +140,28 @@ function formatUrl(address: AddressInfo): string {
 export async function startConnectServer(opts: ConnectServerOptions): Promise<ConnectServerHandle> {
   const { core } = opts;
   const log = opts.logger.child({ component: "connect" });
+  const auth = opts.auth ?? createCoreAuth(new Map());
+  assertAuthAllowed(auth, opts.host, "Connect server");
   let draining = false;
-  const invoke = callRunner({ system: "connect_rpc", logger: log, logMessage: "connect call", metrics: opts.metrics, draining: () => draining });
+  const invoke = callRunner({
+    system: "connect_rpc",
+    logger: log,
+    logMessage: "connect call",
+    metrics: opts.metrics,
+    draining: () => draining,
+    defaultDeadlineMs: opts.defaultDeadlineMs,
+  });
 
   /** Runs one call; resolves with the wire object to send, or throws its ConnectError. */
   const run = async (method: string, ctx: HandlerContext, request: unknown, work: CallWork): Promise<object> => {
     const timeoutMs = ctx.timeoutMs();
     const header = (name: string): string | undefined => ctx.requestHeader.get(name) ?? undefined;
+    const who = auth.identify(header("authorization"), header(TOKEN_HEADER));
+    if ("failure" in who) {
+      opts.metrics?.authFailure?.("connect", who.failure);
+      throw connectErrorOf(authError(who.failure));
+    }
+    const caller: Caller = { label: who.name, key: who.name === ANONYMOUS ? `${ANONYMOUS}@${ctx.values.get(PEER)}` : who.name };
     const { cancel, outcome } = invoke(
       {
         method,
@@ -132,6 +171,7 @@ export async function startConnectServer(opts: ConnectServerOptions): Promise<Co
         requestId: header("x-request-id"),
         deadline: timeoutMs === undefined ? Infinity : Date.now() + timeoutMs,
         protocol: ctx.protocolName,
+        caller,
       },
       work,
     );
@@ -150,18 +190,27 @@ export async function startConnectServer(opts: ConnectServerOptions): Promise<Co
   // The request is a protobuf-es message, which convert.ts reads as it reads proto-loader's objects.
   // The work builds the wire object the gRPC port sends and turns it into a message inside the call,
   // so a failure there is an INTERNAL error of the call like any other.
-  const searchWire = searchWork(core);
+  const searchWire = searchWork(core, opts.scheduler ?? null);
   const statsWire = statsWork(core);
   const search: CallWork = async (req, signal, callCtx) =>
     messageFromWire(SearchResponseSchema, (await searchWire(req, signal, callCtx)) as Wire<SearchResponseMessage>);
   const stats: CallWork = async (req, signal, callCtx) => messageFromWire(IndexStatsSchema, (await statsWire(req, signal, callCtx)) as Wire<IndexStatsMessage>);
+  const similarWire = similarWork(core, opts.scheduler ?? null);
+  const repositoryWire = repositoryWork(core);
+  const similar: CallWork = async (req, signal, callCtx) =>
+    messageFromWire(SimilarResponseSchema, (await similarWire(req, signal, callCtx)) as Wire<SimilarResponseMessage>);
+  const repository: CallWork = async (req, signal, callCtx) =>
+    messageFromWire(RepositorySchema, (await repositoryWire(req, signal, callCtx)) as Wire<RepositoryMessage>);
   const handler = connectNodeAdapter({
     routes: (router) =>
       router.service(SearchService, {
         search: async (req, ctx) => (await run("Search", ctx, req, search)) as SearchResponseMessage,
         getIndexStats: async (_req, ctx) => (await run("GetIndexStats", ctx, {}, stats)) as IndexStatsMessage,
+        similar: async (req, ctx) => (await run("Similar", ctx, req, similar)) as SimilarResponseMessage,
+        getRepository: async (req, ctx) => (await run("GetRepository", ctx, req, repository)) as RepositoryMessage,
       }),
-    readMaxBytes: READ_MAX_BYTES,
+    readMaxBytes: opts.maxMessageBytes ?? READ_MAX_BYTES,
+    contextValues: (req) => createContextValues().set(PEER, `${req.socket.remoteAddress ?? "?"}:${req.socket.remotePort ?? 0}`),
     // Unknown JSON fields are an error, as unknown properties are in REST (a typo such as "limt" is
     // reported, not ignored). Fields at their zero value are written, so JSON callers see every field.
     jsonOptions: { ignoreUnknownFields: false, alwaysEmitImplicit: true },
@@ -183,10 +232,13 @@ export async function startConnectServer(opts: ConnectServerOptions): Promise<Co
     track(res);
     handler(req, res);
   });
-  const h2 = http2.createServer((req, res) => {
-    track(res);
-    handler(req, res);
-  });
+  const h2 = http2.createServer(
+    opts.maxConcurrentStreams !== undefined ? { settings: { maxConcurrentStreams: opts.maxConcurrentStreams } } : {},
+    (req, res) => {
+      track(res);
+      handler(req, res);
+    },
+  );
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));

@@ -31,7 +31,10 @@ import type { Category } from "../../dataset/record.js";
 import {
   CategoryMode as ProtoCategoryMode,
   type AppliedFilters as AppliedFiltersMessage,
+  type AppliedQualifier as AppliedQualifierMessage,
   type Filters as FiltersMessage,
+  type GetRepositoryRequest as GetRepositoryRequestMessage,
+  type Repository as RepositoryMessage,
   type IndexStats as IndexStatsMessage,
   type Meta as MetaMessage,
   type Result as ResultMessage,
@@ -39,19 +42,24 @@ import {
   type SearchRequest as SearchRequestMessage,
   type SearchResponse as SearchResponseMessage,
   type SearchStreamRequest as SearchStreamRequestMessage,
+  type SimilarRequest as SimilarRequestMessage,
   type StreamSearch as StreamSearchMessage,
 } from "../../gen/reposearch/v1/search_pb.js";
 import { isCategory } from "../validate.js";
 import type {
   AppliedFilters,
+  AppliedQualifier,
   CategoryMode,
+  GetRepositoryRequest,
   IndexStats,
   MethodStats,
+  RepositoryCard,
   SearchFilters,
   SearchMeta,
   SearchRequest,
   SearchResponse,
   SearchResult,
+  SimilarRequest,
 } from "../types.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -148,6 +156,8 @@ export type Wire<T> = T extends bigint
         : T;
 
 export type ProtoSearchRequest = Wire<SearchRequestMessage>;
+export type ProtoSimilarRequest = Wire<SimilarRequestMessage>;
+export type ProtoGetRepositoryRequest = Wire<GetRepositoryRequestMessage>;
 export type ProtoStreamSearch = Wire<StreamSearchMessage>;
 export type ProtoSearchStreamRequest = Wire<SearchStreamRequestMessage>;
 
@@ -273,28 +283,30 @@ function defined<T extends object>(o: { [K in keyof T]: T[K] | undefined | null 
 // ---------------------------------------------------------------------------------------------
 // SearchRequest
 
+function filtersToProto(f: SearchFilters | undefined): Wire<FiltersMessage> | undefined {
+  return f === undefined
+    ? undefined
+    : defined<Wire<FiltersMessage>>({
+        minStars: f.minStars,
+        maxStars: f.maxStars,
+        minForks: f.minForks,
+        maxForks: f.maxForks,
+        language: f.language,
+        excludeRepos: f.excludeRepos,
+        categories: f.categories === undefined ? undefined : { values: f.categories },
+        topics: f.topics === undefined ? undefined : { values: f.topics },
+        excludeArchived: f.excludeArchived,
+        staleAfterMonths: f.staleAfterMonths,
+      });
+}
+
 export function requestToProto(req: SearchRequest): ProtoSearchRequest {
-  const f = req.filters;
   return defined<ProtoSearchRequest>({
     query: req.query,
     limit: req.limit,
     includeTree: req.includeTree,
     rerank: req.rerank,
-    filters:
-      f === undefined
-        ? undefined
-        : defined<Wire<FiltersMessage>>({
-            minStars: f.minStars,
-            maxStars: f.maxStars,
-            minForks: f.minForks,
-            maxForks: f.maxForks,
-            language: f.language,
-            excludeRepos: f.excludeRepos,
-            categories: f.categories === undefined ? undefined : { values: f.categories },
-            topics: f.topics === undefined ? undefined : { values: f.topics },
-            excludeArchived: f.excludeArchived,
-            staleAfterMonths: f.staleAfterMonths,
-          }),
+    filters: filtersToProto(req.filters),
   });
 }
 
@@ -306,31 +318,104 @@ export function requestToProto(req: SearchRequest): ProtoSearchRequest {
  */
 export function requestFromProto(obj: unknown): SearchRequest {
   const r = Reader.of(obj, "", ErrorCode.ValidationError);
-  const fr = r.optMessage("filters");
-  let filters: SearchFilters | undefined;
-  if (fr) {
-    const excludeRepos = fr.strings("excludeRepos");
-    const categories = fr.optMessage("categories")?.strings("values");
-    filters = defined<SearchFilters>({
-      minStars: fr.optNumber("minStars"),
-      maxStars: fr.optNumber("maxStars"),
-      minForks: fr.optNumber("minForks"),
-      maxForks: fr.optNumber("maxForks"),
-      language: fr.optString("language"),
-      excludeRepos: excludeRepos.length > 0 ? excludeRepos : undefined,
-      categories: categories as readonly Category[] | undefined,
-      topics: fr.optMessage("topics")?.strings("values"),
-      excludeArchived: fr.optBool("excludeArchived"),
-      staleAfterMonths: fr.optNumber("staleAfterMonths"),
-    });
-  }
   return defined<SearchRequest>({
     query: r.string("query"),
     limit: r.optNumber("limit"),
     includeTree: r.optBool("includeTree"),
-    filters,
+    filters: filtersFromProto(r),
     rerank: r.optBool("rerank"),
   });
+}
+
+function filtersFromProto(r: Reader): SearchFilters | undefined {
+  const fr = r.optMessage("filters");
+  if (!fr) return undefined;
+  const excludeRepos = fr.strings("excludeRepos");
+  const categories = fr.optMessage("categories")?.strings("values");
+  return defined<SearchFilters>({
+    minStars: fr.optNumber("minStars"),
+    maxStars: fr.optNumber("maxStars"),
+    minForks: fr.optNumber("minForks"),
+    maxForks: fr.optNumber("maxForks"),
+    language: fr.optString("language"),
+    excludeRepos: excludeRepos.length > 0 ? excludeRepos : undefined,
+    categories: categories as readonly Category[] | undefined,
+    topics: fr.optMessage("topics")?.strings("values"),
+    excludeArchived: fr.optBool("excludeArchived"),
+    staleAfterMonths: fr.optNumber("staleAfterMonths"),
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// SimilarRequest, GetRepositoryRequest, Repository
+
+export function similarRequestToProto(req: SimilarRequest): ProtoSimilarRequest {
+  return defined<ProtoSimilarRequest>({ repo: req.repo, limit: req.limit, includeTree: req.includeTree, filters: filtersToProto(req.filters) });
+}
+
+/** Decodes a SimilarRequest as received; not validated (the server runs validateSimilarRequest next). */
+export function similarRequestFromProto(obj: unknown): SimilarRequest {
+  const r = Reader.of(obj, "", ErrorCode.ValidationError);
+  return defined<SimilarRequest>({ repo: r.string("repo"), limit: r.optNumber("limit"), includeTree: r.optBool("includeTree"), filters: filtersFromProto(r) });
+}
+
+export function repositoryRequestToProto(req: GetRepositoryRequest): ProtoGetRepositoryRequest {
+  return { repo: req.repo };
+}
+
+export function repositoryRequestFromProto(obj: unknown): GetRepositoryRequest {
+  return { repo: Reader.of(obj, "", ErrorCode.ValidationError).string("repo") };
+}
+
+export function repositoryToProto(c: RepositoryCard): Wire<RepositoryMessage> {
+  return defined<Wire<RepositoryMessage>>({
+    name: c.name,
+    url: c.url,
+    description: c.description,
+    language: c.language,
+    stars: c.stars,
+    forks: c.forks,
+    topics: c.topics,
+    pushedAt: c.pushedAt,
+    createdAt: c.createdAt,
+    isArchived: c.isArchived,
+    category: c.category,
+    license: c.license,
+    homepage: c.homepage,
+    llmsUrl: c.llmsUrl,
+    tree: c.tree,
+    aliases: c.aliases,
+    readme: c.readme,
+    mentions: c.mentions,
+    lastSeen: c.lastSeen,
+  });
+}
+
+export function repositoryFromProto(obj: unknown): RepositoryCard {
+  const r = Reader.of(obj, "", ErrorCode.Internal);
+  const category = r.optString("category") ?? null;
+  if (category !== null && !isCategory(category)) throw malformed(ErrorCode.Internal, "category", `a category (got ${JSON.stringify(category)})`);
+  return {
+    name: r.string("name"),
+    url: r.optString("url") ?? null,
+    description: r.optString("description") ?? null,
+    language: r.optString("language") ?? null,
+    stars: r.optNumber("stars") ?? null,
+    forks: r.optNumber("forks") ?? null,
+    topics: r.strings("topics"),
+    pushedAt: r.optString("pushedAt") ?? null,
+    createdAt: r.optString("createdAt") ?? null,
+    isArchived: r.optBool("isArchived") ?? null,
+    category,
+    license: r.optString("license") ?? null,
+    homepage: r.optString("homepage") ?? null,
+    llmsUrl: r.optString("llmsUrl") ?? null,
+    tree: r.optString("tree") ?? null,
+    aliases: r.strings("aliases"),
+    readme: r.optString("readme") ?? null,
+    mentions: r.number("mentions"),
+    lastSeen: r.optString("lastSeen") ?? null,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -375,7 +460,13 @@ function appliedFiltersToProto(a: AppliedFilters): Wire<AppliedFiltersMessage> {
     excludeRepos: a.excludeRepos,
     topics: a.topics,
     staleAfterMonths: a.staleAfterMonths,
+    pushedAfter: a.pushedAfter,
+    pushedBefore: a.pushedBefore,
   });
+}
+
+function qualifierToProto(q: AppliedQualifier): Wire<AppliedQualifierMessage> {
+  return { qualifier: q.qualifier, fields: q.fields, overridden: q.overridden };
 }
 
 export function responseToProto(res: SearchResponse): Wire<SearchResponseMessage> {
@@ -390,6 +481,8 @@ export function responseToProto(res: SearchResponse): Wire<SearchResponseMessage
       appliedFilters: appliedFiltersToProto(m.appliedFilters),
       reranked: m.reranked,
       rerankMs: m.rerankMs,
+      qualifiers: m.qualifiers?.map(qualifierToProto),
+      queryText: m.queryText,
     }),
   };
 }
@@ -440,6 +533,7 @@ function appliedFiltersFromProto(r: Reader): AppliedFilters {
     excludeRepos: r.strings("excludeRepos"),
     topics: r.strings("topics"),
     staleAfterMonths: r.optNumber("staleAfterMonths") ?? null,
+    ...defined<{ pushedAfter?: string; pushedBefore?: string }>({ pushedAfter: r.optString("pushedAfter"), pushedBefore: r.optString("pushedBefore") }),
   };
 }
 
@@ -451,6 +545,10 @@ export function responseFromProto(obj: unknown): SearchResponse {
     const s = Reader.of(v, `meta.methods.${k}`, ErrorCode.Internal);
     methods[k] = { hits: s.number("hits"), weight: s.number("weight") };
   }
+  const qualifiers = m.list("qualifiers").map((v, i): AppliedQualifier => {
+    const q = Reader.of(v, `meta.qualifiers[${i}]`, ErrorCode.Internal);
+    return { qualifier: q.string("qualifier"), fields: q.strings("fields"), overridden: q.strings("overridden") };
+  });
   const meta: SearchMeta = defined<SearchMeta>({
     total: m.number("total"),
     timeMs: m.number("timeMs"),
@@ -458,6 +556,8 @@ export function responseFromProto(obj: unknown): SearchResponse {
     appliedFilters: appliedFiltersFromProto(m.message("appliedFilters")),
     reranked: m.optBool("reranked"),
     rerankMs: m.optNumber("rerankMs"),
+    qualifiers: qualifiers.length ? qualifiers : undefined,
+    queryText: m.optString("queryText"),
   });
   return { query: r.string("query"), results: r.list("results").map(resultFromProto), meta };
 }

@@ -14,7 +14,7 @@
  * grace (so a core that drains or closes an old connection never cuts searches off), and lets new
  * streams land on other cores, since the channel balances calls, and a stream is one call.
  */
-import type * as grpc from "@grpc/grpc-js";
+import * as grpc from "@grpc/grpc-js";
 import type * as protoLoader from "@grpc/proto-loader";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { SearchResponse } from "../types.js";
@@ -34,6 +34,8 @@ export interface MultiplexOptions {
   readonly streams: number;
   /** Age after which a stream takes no new searches and is closed once idle, in ms. > 0. */
   readonly streamMaxAgeMs: number;
+  /** `authorization` metadata of every stream (the core's service token), or null. */
+  readonly authorization?: string | null;
 }
 
 export interface StreamSearchOptions {
@@ -182,10 +184,13 @@ export class SearchMultiplexer {
   }
 
   private open(): Stream {
+    const metadata = new grpc.Metadata();
+    if (this.opts.authorization) metadata.set("authorization", this.opts.authorization);
     const call = this.client.makeBidiStreamRequest(
       this.method.path,
       this.method.requestSerialize as (value: ProtoSearchStreamRequest) => Buffer,
       this.method.responseDeserialize,
+      metadata,
     );
     const stream = new Stream(call);
     this.live.add(stream);

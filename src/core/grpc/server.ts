@@ -6,18 +6,26 @@
  * Every call gets an AbortSignal tied to its deadline and to client cancellation, so abandoned work
  * stops (calls.ts). Every error leaves as a ReposearchError: its public message and a gRPC status,
  * the ErrorCode (and validation details) in trailers, the cause only in the server log.
+ *
+ * Protection (docs/threat-model.md): an interceptor authenticates every call but health (auth.ts);
+ * searches wait for a fair share of the core (scheduler.ts); a SearchStream may start at most
+ * `streamMaxBatch` searches per message and hold `streamMaxOpen` open, and a connection at most
+ * `maxConcurrentStreams` calls; request messages are bounded by `maxMessageBytes`. What is beyond a
+ * bound is answered RESOURCE_EXHAUSTED, search by search.
  */
 import * as grpc from "@grpc/grpc-js";
 import { ReflectionService } from "@grpc/reflection";
-import { rmSync } from "node:fs";
+import { chmodSync, rmSync } from "node:fs";
 import { HealthImplementation, type ServingStatus } from "grpc-health-check";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { Logger } from "../../common/logger.js";
 import type { GrpcCallMetrics } from "../metrics.js";
 import type { SearchCore } from "../types.js";
-import { callRunner, searchWork, statsWork, type CallWork } from "./calls.js";
+import { assertAuthAllowed, authInterceptor, callerOf, createCoreAuth, type CoreAuth } from "./auth.js";
+import { callRunner, repositoryWork, searchWork, similarWork, statsWork, type CallWork } from "./calls.js";
 import { SEARCH_SERVICE_NAME, errorToProto, errorToStatus, loadProtos, streamRequestFromProto, type StreamStart } from "./convert.js";
 import { Outbox } from "./outbox.js";
+import type { FairScheduler } from "./scheduler.js";
 
 export interface GrpcServerOptions {
   readonly core: SearchCore;
@@ -40,9 +48,23 @@ export interface GrpcServerOptions {
   /**
    * Also listen on this Unix socket (a path): the gateway in the same process dials it, which skips
    * TCP and, with several serving processes sharing the TCP port, keeps each gateway on its own core.
-   * An existing file at the path is replaced.
+   * An existing file at the path is replaced; the socket is made accessible to this user only.
    */
   readonly localSocketPath?: string;
+  /** Who may call (auth.ts). Absent: no authentication, which only a loopback `host` allows. */
+  readonly auth?: CoreAuth;
+  /** Admission and fair share of searches, shared with the Connect port (scheduler.ts). Absent: searches start at once. */
+  readonly scheduler?: FairScheduler | null;
+  /** Deadline of a call (or stream search) without one, in ms. Absent: none. */
+  readonly defaultDeadlineMs?: number;
+  /** Largest request message, in bytes (grpc-js's default: 4 MiB). */
+  readonly maxMessageBytes?: number;
+  /** Calls (HTTP/2 streams) one connection may have open. Absent: grpc-js's default (unbounded). */
+  readonly maxConcurrentStreams?: number;
+  /** Searches open on one SearchStream (running or waiting). Absent: unbounded. */
+  readonly streamMaxOpen?: number;
+  /** Searches one SearchStream message may start. Absent: unbounded. */
+  readonly streamMaxBatch?: number;
 }
 
 export interface GrpcServerHandle {
@@ -73,13 +95,21 @@ function formatAddress(host: string, port: number): string {
 export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServerHandle> {
   const { core, logger } = opts;
   const log = logger.child({ component: "grpc" });
+  const auth = opts.auth ?? createCoreAuth(new Map());
+  assertAuthAllowed(auth, opts.host, "gRPC server");
   const protos = loadProtos();
   const maxAgeMs = opts.maxConnectionAgeMs ?? 0;
+  const scheduler = opts.scheduler ?? null;
+  const streamMaxOpen = opts.streamMaxOpen ?? Infinity;
+  const streamMaxBatch = opts.streamMaxBatch ?? Infinity;
   const server = new grpc.Server({
     // Pings from the server find dead peers on long-idle connections (the gateway keeps one channel).
     "grpc.keepalive_time_ms": 60_000,
     "grpc.keepalive_timeout_ms": 20_000,
     ...(maxAgeMs > 0 ? { "grpc.max_connection_age_ms": maxAgeMs, "grpc.max_connection_age_grace_ms": opts.shutdownGraceMs } : {}),
+    ...(opts.maxMessageBytes !== undefined ? { "grpc.max_receive_message_length": opts.maxMessageBytes } : {}),
+    ...(opts.maxConcurrentStreams !== undefined ? { "grpc.max_concurrent_streams": opts.maxConcurrentStreams } : {}),
+    interceptors: [authInterceptor(auth, (reason) => opts.metrics?.authFailure?.("grpc", reason))],
   });
 
   // --- health -------------------------------------------------------------------------------
@@ -108,7 +138,14 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
 
   // --- calls --------------------------------------------------------------------------------
   /** Runs one call of the search service: a unary call, or one search on a SearchStream (calls.ts). */
-  const invoke = callRunner({ system: "grpc", logger: log, logMessage: "grpc call", metrics: opts.metrics, draining: () => draining });
+  const invoke = callRunner({
+    system: "grpc",
+    logger: log,
+    logMessage: "grpc call",
+    metrics: opts.metrics,
+    draining: () => draining,
+    defaultDeadlineMs: opts.defaultDeadlineMs,
+  });
 
   const unary = (method: string, work: CallWork): grpc.handleUnaryCall<object, object> => {
     return (call, callback) => {
@@ -122,6 +159,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
           tracestate: firstString(call.metadata.get("tracestate")),
           requestId: typeof requestIdValue === "string" ? requestIdValue : undefined,
           deadline: deadline instanceof Date ? deadline.getTime() : deadline,
+          caller: callerOf(call.metadata, call.getPeer()),
         },
         work,
       );
@@ -134,7 +172,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     };
   };
 
-  const search = searchWork(core);
+  const search = searchWork(core, scheduler);
 
   /** Open SearchStreams: shutdown ends each one as soon as nothing is open on it. */
   const streams = new Set<{ readonly endIfIdle: () => void }>();
@@ -145,6 +183,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
    * share the next message.
    */
   const searchStream: grpc.handleBidiStreamingCall<object, object> = (call) => {
+    const caller = callerOf(call.metadata, call.getPeer());
     const open = new Map<number, () => void>();
     let halfClosed = false;
     let ended = false;
@@ -180,6 +219,7 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
           tracestate: metadata.tracestate,
           requestId: metadata["x-request-id"],
           deadline: item.timeoutMs === undefined ? Infinity : Date.now() + item.timeoutMs,
+          caller,
         },
         search,
       );
@@ -204,7 +244,13 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
         end({ code: grpc.status.INVALID_ARGUMENT, details: ReposearchError.from(err).message });
         return;
       }
-      for (const item of batch.searches) start(item);
+      batch.searches.forEach((item, i) => {
+        // Beyond a cap the search is answered at once and never opened: the rest of the stream goes on.
+        const refused = i >= streamMaxBatch ? "batch_full" : open.size >= streamMaxOpen ? "stream_full" : null;
+        if (refused === null) return start(item);
+        const err = scheduler?.refuse(caller.label, refused) ?? new ReposearchError(ErrorCode.RateLimitExceeded, "too many searches; retry later");
+        outbox.push({ id: item.id, error: errorToProto(err) });
+      });
       for (const id of batch.cancel) open.get(id)?.();
     });
     call.on("end", () => {
@@ -226,6 +272,8 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     Search: unary("Search", search),
     SearchStream: searchStream,
     GetIndexStats: unary("GetIndexStats", statsWork(core)),
+    Similar: unary("Similar", similarWork(core, scheduler)),
+    GetRepository: unary("GetRepository", repositoryWork(core)),
   });
   health.addToServer(server);
   new ReflectionService(protos.reflectionPackage).addToServer(server);
@@ -250,6 +298,8 @@ export async function startGrpcServer(opts: GrpcServerOptions): Promise<GrpcServ
     rmSync(opts.localSocketPath, { force: true });
     localAddress = `unix:${opts.localSocketPath}`;
     await bind(localAddress);
+    // Only this user may connect (the socket lives in the shared temp dir).
+    chmodSync(opts.localSocketPath, 0o600);
   }
   evaluate();
   log.info("gRPC server listening", { address, ...(localAddress ? { localAddress } : {}) });

@@ -19,6 +19,7 @@ import { Bitset } from "./bitset.js";
 import {
   appendPopular,
   checkPopular,
+  topRowsBy,
   withCondition,
   type DenseQuery,
   type Explanation,
@@ -26,6 +27,8 @@ import {
   type LexicalQuery,
   type PointId,
   type ScoredPoint,
+  type ScrollQuery,
+  type StoredPoint,
   type StoreInfo,
   type StoreWriter,
   type VectorStore,
@@ -105,6 +108,16 @@ export class BootstrapStore implements VectorStore {
     return explainRows({ lexical: this.lexical, vectors: null, dims: 0, rowOf: (id) => this.rowById.get(id) }, q);
   }
 
+  /** No vectors here (lexical only): `vector` is always null. */
+  async scroll(q: ScrollQuery): Promise<StoredPoint[]> {
+    const allow = this.payloadIndex.evaluate(q.filter);
+    const rows: number[] = [];
+    if (allow) allow.forEach((row) => rows.push(row));
+    else for (let row = 0; row < this.ids.length; row++) rows.push(row);
+    const picked = q.orderBy === "stars" ? topRowsBy(rows, (row) => this.payloads[row]!.stars, q.limit) : rows.slice(0, Math.max(0, q.limit));
+    return picked.map((row) => ({ id: this.ids[row]!, payload: this.payloads[row]!, vector: null }));
+  }
+
   async openWriter(): Promise<StoreWriter> {
     throw new ReposearchError(ErrorCode.Internal, "the bootstrap store is read-only");
   }
@@ -159,6 +172,9 @@ export class FallbackStore implements VectorStore {
   }
   async explain(q: ExplainQuery): Promise<Explanation> {
     return (await this.current()).explain(q);
+  }
+  async scroll(q: ScrollQuery): Promise<StoredPoint[]> {
+    return (await this.current()).scroll(q);
   }
   openWriter(opts: { writerId: string; dims: number; embedderId: string }): Promise<StoreWriter> {
     return this.primary.openWriter(opts);

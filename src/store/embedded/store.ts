@@ -10,6 +10,7 @@ import type { Filter } from "../filter.js";
 import {
   appendPopular,
   checkPopular,
+  topRowsBy,
   withCondition,
   type DenseQuery,
   type Explanation,
@@ -17,6 +18,8 @@ import {
   type LexicalQuery,
   type PointId,
   type ScoredPoint,
+  type ScrollQuery,
+  type StoredPoint,
   type StoreInfo,
   type StoreWriter,
   type VectorStore,
@@ -157,6 +160,21 @@ export class EmbeddedStore implements VectorStore {
     });
   }
 
+  async scroll(q: ScrollQuery): Promise<StoredPoint[]> {
+    const seg = this.serving();
+    const limit = checkLimit(q.limit);
+    const allow = this.allowed(seg, q.filter);
+    if (!seg || limit === 0) return [];
+    const point = (row: number): StoredPoint => ({ id: seg.ids[row]!, payload: seg.payloads[row]!, vector: q.withVectors ? seg.vectorOf(row).slice() : null });
+    if (q.orderBy === "stars") {
+      const rows = allow ? allowedRows(allow) : Array.from({ length: seg.count }, (_, i) => i);
+      return topRowsBy(rows, (row) => seg.payloads[row]!.stars, limit).map(point);
+    }
+    const out: StoredPoint[] = [];
+    for (let row = 0; row < seg.count && out.length < limit; row++) if (allow === null || allow.has(row)) out.push(point(row));
+    return out;
+  }
+
   /** The served segment, for tools and benchmarks (vectors, payload statistics). Read-only. */
   currentSegment(): Segment | null {
     return this.serving();
@@ -294,6 +312,13 @@ function toScored(seg: Segment, hits: readonly Hit[]): ScoredPoint[] {
   const columns = seg.rankColumns;
   if (columns === null) return hits.map((h) => ({ id: seg.ids[h.idx]!, score: h.score, payload: seg.payloads[h.idx]! }));
   return hits.map((h) => ({ id: seg.ids[h.idx]!, score: h.score, payload: seg.payloads[h.idx]!, row: h.idx, columns }));
+}
+
+/** The rows of a bitset, ascending. */
+function allowedRows(allow: Bitset): number[] {
+  const rows: number[] = [];
+  allow.forEach((row) => rows.push(row));
+  return rows;
 }
 
 const validation = (msg: string) => new ReposearchError(ErrorCode.ValidationError, msg);

@@ -21,6 +21,8 @@ import {
   type Point,
   type PointId,
   type ScoredPoint,
+  type ScrollQuery,
+  type StoredPoint,
   type StoreInfo,
   type StoreWriter,
   type VectorStore,
@@ -261,6 +263,24 @@ export class QdrantStore implements VectorStore {
     const byId = new Map<string, RepoPayload>();
     for (const r of records ?? []) byId.set(normalizePointId(String(r.id)), asPayload(r.payload, r.id));
     return canonical.map((id) => byId.get(id) ?? null);
+  }
+
+  async scroll(q: ScrollQuery): Promise<StoredPoint[]> {
+    this.assertOpen();
+    const limit = checkLimit(q.limit);
+    if (limit === 0) return [];
+    const res = await this.orEmpty("scroll", () =>
+      this.client.scroll(this.collection, {
+        filter: toQdrantFilter(q.filter),
+        limit,
+        with_payload: true,
+        with_vector: q.withVectors ? [DENSE_VECTOR] : false,
+        // Qdrant orders by a payload field with a range index (stars has an integer one); points
+        // without the field are not in an ordered scroll.
+        ...(q.orderBy === "stars" ? { order_by: { key: "stars", direction: "desc" as const } } : {}),
+      }),
+    );
+    return (res?.points ?? []).map((r) => ({ id: normalizePointId(String(r.id)), payload: asPayload(r.payload, r.id), vector: denseVectorOf(r.vector) }));
   }
 
   async openWriter(opts: { writerId: string; dims: number; embedderId: string }): Promise<StoreWriter> {
@@ -569,6 +589,12 @@ function asPayload(p: unknown, id: unknown): RepoPayload {
   }
   const { [LEXICAL_TERMS_FIELD]: _terms, ...payload } = p;
   return payload as unknown as RepoPayload;
+}
+
+/** The dense vector of a point read with `with_vector: ["dense"]`, or null. */
+function denseVectorOf(v: unknown): Float32Array | null {
+  const dense = isRecord(v) ? v[DENSE_VECTOR] : v;
+  return Array.isArray(dense) && dense.every((x) => typeof x === "number") ? Float32Array.from(dense as number[]) : null;
 }
 
 function toScored(p: Schemas["ScoredPoint"]): ScoredPoint {

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file reposearch/v1/search.proto.
  */
 export const file_reposearch_v1_search: GenFile = /*@__PURE__*/
-  fileDesc("ChpyZXBvc2VhcmNoL3YxL3NlYXJjaC5wcm90bxINcmVwb3NlYXJjaC52MSLIAQoNU2VhcmNoUmVxdWVzdBIaCgVxdWVyeRgBIAEoCUILirUYBwgBIAEo9AMSHAoFbGltaXQYAiABKAVCCIq1GAQQARgySACIAQESGQoMaW5jbHVkZV90cmVlGAMgASgISAGIAQESJwoHZmlsdGVycxgEIAEoCzIWLnJlcG9zZWFyY2gudjEuRmlsdGVycxITCgZyZXJhbmsYBSABKAhIAogBAUIICgZfbGltaXRCDwoNX2luY2x1ZGVfdHJlZUIJCgdfcmVyYW5rIqIECgdGaWx0ZXJzEicKCW1pbl9zdGFycxgBIAEoA0IPirUYCxAAGP////////8PSACIAQESJwoJbWF4X3N0YXJzGAIgASgDQg+KtRgLEAAY/////////w9IAYgBARInCgltaW5fZm9ya3MYAyABKANCD4q1GAsQABj/////////D0gCiAEBEicKCW1heF9mb3JrcxgEIAEoA0IPirUYCxAAGP////////8PSAOIAQESHwoIbGFuZ3VhZ2UYBSABKAlCCIq1GAQgAShkSASIAQESMAoNZXhjbHVkZV9yZXBvcxgGIAMoCUIZirUYFTgyQhFeW14vXHNdKy9bXi9cc10rJBIvCgpjYXRlZ29yaWVzGAcgASgLMhsucmVwb3NlYXJjaC52MS5DYXRlZ29yeUxpc3QSMwoGdG9waWNzGAggASgLMhkucmVwb3NlYXJjaC52MS5TdHJpbmdMaXN0QgiKtRgEIAEwARIdChBleGNsdWRlX2FyY2hpdmVkGAkgASgISAWIAQESKgoSc3RhbGVfYWZ0ZXJfbW9udGhzGAogASgFQgmKtRgFEAEY2ARIBogBAUIMCgpfbWluX3N0YXJzQgwKCl9tYXhfc3RhcnNCDAoKX21pbl9mb3Jrc0IMCgpfbWF4X2ZvcmtzQgsKCV9sYW5ndWFnZUITChFfZXhjbHVkZV9hcmNoaXZlZEIVChNfc3RhbGVfYWZ0ZXJfbW9udGhzIh4KDENhdGVnb3J5TGlzdBIOCgZ2YWx1ZXMYASADKAkiHAoKU3RyaW5nTGlzdBIOCgZ2YWx1ZXMYASADKAkiagoOU2VhcmNoUmVzcG9uc2USDQoFcXVlcnkYASABKAkSJgoHcmVzdWx0cxgCIAMoCzIVLnJlcG9zZWFyY2gudjEuUmVzdWx0EiEKBG1ldGEYAyABKAsyEy5yZXBvc2VhcmNoLnYxLk1ldGEikwMKBlJlc3VsdBIQCgN1cmwYASABKAlIAIgBARIMCgRuYW1lGAIgASgJEhgKC2Rlc2NyaXB0aW9uGAMgASgJSAGIAQESDQoFc2NvcmUYBCABKAESFQoIbGFuZ3VhZ2UYBSABKAlIAogBARISCgVzdGFycxgGIAEoA0gDiAEBEhIKBWZvcmtzGAcgASgDSASIAQESDgoGdG9waWNzGAggAygJEhYKCXB1c2hlZF9hdBgJIAEoCUgFiAEBEhgKC2lzX2FyY2hpdmVkGAogASgISAaIAQESFQoIbGxtc191cmwYCyABKAlIB4gBARIhCgR0cmVlGAwgASgLMhMucmVwb3NlYXJjaC52MS5UcmVlEhAKCGV2aWRlbmNlGA0gAygJEg8KB2FsaWFzZXMYDiADKAlCBgoEX3VybEIOCgxfZGVzY3JpcHRpb25CCwoJX2xhbmd1YWdlQggKBl9zdGFyc0IICgZfZm9ya3NCDAoKX3B1c2hlZF9hdEIOCgxfaXNfYXJjaGl2ZWRCCwoJX2xsbXNfdXJsIiIKBFRyZWUSEQoEdGV4dBgBIAEoCUgAiAEBQgcKBV90ZXh0IqcCCgRNZXRhEg0KBXRvdGFsGAEgASgDEg8KB3RpbWVfbXMYAiABKAESMQoHbWV0aG9kcxgDIAMoCzIgLnJlcG9zZWFyY2gudjEuTWV0YS5NZXRob2RzRW50cnkSNgoPYXBwbGllZF9maWx0ZXJzGAQgASgLMh0ucmVwb3NlYXJjaC52MS5BcHBsaWVkRmlsdGVycxIVCghyZXJhbmtlZBgFIAEoCEgAiAEBEhYKCXJlcmFua19tcxgGIAEoAUgBiAEBGkoKDE1ldGhvZHNFbnRyeRILCgNrZXkYASABKAkSKQoFdmFsdWUYAiABKAsyGi5yZXBvc2VhcmNoLnYxLk1ldGhvZFN0YXRzOgI4AUILCglfcmVyYW5rZWRCDAoKX3JlcmFua19tcyIrCgtNZXRob2RTdGF0cxIMCgRoaXRzGAEgASgFEg4KBndlaWdodBgCIAEoASL7AgoOQXBwbGllZEZpbHRlcnMSNAoKY2F0ZWdvcmllcxgBIAEoCzIgLnJlcG9zZWFyY2gudjEuQXBwbGllZENhdGVnb3JpZXMSGAoQZXhjbHVkZV9hcmNoaXZlZBgCIAEoCBIWCgltaW5fc3RhcnMYAyABKANIAIgBARIWCgltYXhfc3RhcnMYBCABKANIAYgBARIWCgltaW5fZm9ya3MYBSABKANIAogBARIWCgltYXhfZm9ya3MYBiABKANIA4gBARIVCghsYW5ndWFnZRgHIAEoCUgEiAEBEhUKDWV4Y2x1ZGVfcmVwb3MYCCADKAkSDgoGdG9waWNzGAkgAygJEh8KEnN0YWxlX2FmdGVyX21vbnRocxgKIAEoBUgFiAEBQgwKCl9taW5fc3RhcnNCDAoKX21heF9zdGFyc0IMCgpfbWluX2ZvcmtzQgwKCl9tYXhfZm9ya3NCCwoJX2xhbmd1YWdlQhUKE19zdGFsZV9hZnRlcl9tb250aHMibQoRQXBwbGllZENhdGVnb3JpZXMSKQoEbW9kZRgBIAEoDjIbLnJlcG9zZWFyY2gudjEuQ2F0ZWdvcnlNb2RlEg4KBnZhbHVlcxgCIAMoCRIdChVpbmNsdWRlX3VuY2F0ZWdvcml6ZWQYAyABKAgiVAoTU2VhcmNoU3RyZWFtUmVxdWVzdBItCghzZWFyY2hlcxgBIAMoCzIbLnJlcG9zZWFyY2gudjEuU3RyZWFtU2VhcmNoEg4KBmNhbmNlbBgCIAMoBCLfAQoMU3RyZWFtU2VhcmNoEgoKAmlkGAEgASgEEi0KB3JlcXVlc3QYAiABKAsyHC5yZXBvc2VhcmNoLnYxLlNlYXJjaFJlcXVlc3QSFwoKdGltZW91dF9tcxgDIAEoDUgAiAEBEjsKCG1ldGFkYXRhGAQgAygLMikucmVwb3NlYXJjaC52MS5TdHJlYW1TZWFyY2guTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDQoLX3RpbWVvdXRfbXMiRgoUU2VhcmNoU3RyZWFtUmVzcG9uc2USLgoIb3V0Y29tZXMYASADKAsyHC5yZXBvc2VhcmNoLnYxLlN0cmVhbU91dGNvbWUihgEKDVN0cmVhbU91dGNvbWUSCgoCaWQYASABKAQSMQoIcmVzcG9uc2UYAiABKAsyHS5yZXBvc2VhcmNoLnYxLlNlYXJjaFJlc3BvbnNlSAASKwoFZXJyb3IYAyABKAsyGi5yZXBvc2VhcmNoLnYxLlNlYXJjaEVycm9ySABCCQoHb3V0Y29tZSJ3CgtTZWFyY2hFcnJvchIOCgZzdGF0dXMYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIRCgRjb2RlGAMgASgJSACIAQESKwoHZGV0YWlscxgEIAMoCzIaLnJlcG9zZWFyY2gudjEuRXJyb3JEZXRhaWxCBwoFX2NvZGUiOgoLRXJyb3JEZXRhaWwSDAoEcGF0aBgBIAEoCRIMCgRydWxlGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiFgoUR2V0SW5kZXhTdGF0c1JlcXVlc3QihgIKCkluZGV4U3RhdHMSFAoHdmVyc2lvbhgBIAEoCUgAiAEBEg0KBWNvdW50GAIgASgDEgwKBGRpbXMYAyABKAUSGAoLZW1iZWRkZXJfaWQYBCABKAlIAYgBARIZCgxwdWJsaXNoZWRfYXQYBSABKAlIAogBARIYCgthZ2Vfc2Vjb25kcxgGIAEoAUgDiAEBEg8KB21ldGhvZHMYByADKAkSGAoLcmVyYW5rZXJfaWQYCCABKAlIBIgBAUIKCghfdmVyc2lvbkIOCgxfZW1iZWRkZXJfaWRCDwoNX3B1Ymxpc2hlZF9hdEIOCgxfYWdlX3NlY29uZHNCDgoMX3JlcmFua2VyX2lkKnsKDENhdGVnb3J5TW9kZRIdChlDQVRFR09SWV9NT0RFX1VOU1BFQ0lGSUVEEAASGQoVQ0FURUdPUllfTU9ERV9ERUZBVUxUEAESGgoWQ0FURUdPUllfTU9ERV9FWFBMSUNJVBACEhUKEUNBVEVHT1JZX01PREVfQUxMEAMyhAIKDVNlYXJjaFNlcnZpY2USRQoGU2VhcmNoEhwucmVwb3NlYXJjaC52MS5TZWFyY2hSZXF1ZXN0Gh0ucmVwb3NlYXJjaC52MS5TZWFyY2hSZXNwb25zZRJbCgxTZWFyY2hTdHJlYW0SIi5yZXBvc2VhcmNoLnYxLlNlYXJjaFN0cmVhbVJlcXVlc3QaIy5yZXBvc2VhcmNoLnYxLlNlYXJjaFN0cmVhbVJlc3BvbnNlKAEwARJPCg1HZXRJbmRleFN0YXRzEiMucmVwb3NlYXJjaC52MS5HZXRJbmRleFN0YXRzUmVxdWVzdBoZLnJlcG9zZWFyY2gudjEuSW5kZXhTdGF0c2IGcHJvdG8z", [file_reposearch_v1_limits]);
+  fileDesc("ChpyZXBvc2VhcmNoL3YxL3NlYXJjaC5wcm90bxINcmVwb3NlYXJjaC52MSLIAQoNU2VhcmNoUmVxdWVzdBIaCgVxdWVyeRgBIAEoCUILirUYBwgBIAEo9AMSHAoFbGltaXQYAiABKAVCCIq1GAQQARgySACIAQESGQoMaW5jbHVkZV90cmVlGAMgASgISAGIAQESJwoHZmlsdGVycxgEIAEoCzIWLnJlcG9zZWFyY2gudjEuRmlsdGVycxITCgZyZXJhbmsYBSABKAhIAogBAUIICgZfbGltaXRCDwoNX2luY2x1ZGVfdHJlZUIJCgdfcmVyYW5rIqIECgdGaWx0ZXJzEicKCW1pbl9zdGFycxgBIAEoA0IPirUYCxAAGP////////8PSACIAQESJwoJbWF4X3N0YXJzGAIgASgDQg+KtRgLEAAY/////////w9IAYgBARInCgltaW5fZm9ya3MYAyABKANCD4q1GAsQABj/////////D0gCiAEBEicKCW1heF9mb3JrcxgEIAEoA0IPirUYCxAAGP////////8PSAOIAQESHwoIbGFuZ3VhZ2UYBSABKAlCCIq1GAQgAShkSASIAQESMAoNZXhjbHVkZV9yZXBvcxgGIAMoCUIZirUYFTgyQhFeW14vXHNdKy9bXi9cc10rJBIvCgpjYXRlZ29yaWVzGAcgASgLMhsucmVwb3NlYXJjaC52MS5DYXRlZ29yeUxpc3QSMwoGdG9waWNzGAggASgLMhkucmVwb3NlYXJjaC52MS5TdHJpbmdMaXN0QgiKtRgEIAEwARIdChBleGNsdWRlX2FyY2hpdmVkGAkgASgISAWIAQESKgoSc3RhbGVfYWZ0ZXJfbW9udGhzGAogASgFQgmKtRgFEAEY2ARIBogBAUIMCgpfbWluX3N0YXJzQgwKCl9tYXhfc3RhcnNCDAoKX21pbl9mb3Jrc0IMCgpfbWF4X2ZvcmtzQgsKCV9sYW5ndWFnZUITChFfZXhjbHVkZV9hcmNoaXZlZEIVChNfc3RhbGVfYWZ0ZXJfbW9udGhzIrkBCg5TaW1pbGFyUmVxdWVzdBIqCgRyZXBvGAEgASgJQhyKtRgYCAEoyAFCEV5bXi9cc10rL1teL1xzXSskEhwKBWxpbWl0GAIgASgFQgiKtRgEEAEYMkgAiAEBEhkKDGluY2x1ZGVfdHJlZRgDIAEoCEgBiAEBEicKB2ZpbHRlcnMYBCABKAsyFi5yZXBvc2VhcmNoLnYxLkZpbHRlcnNCCAoGX2xpbWl0Qg8KDV9pbmNsdWRlX3RyZWUiawoPU2ltaWxhclJlc3BvbnNlEg0KBXF1ZXJ5GAEgASgJEiYKB3Jlc3VsdHMYAiADKAsyFS5yZXBvc2VhcmNoLnYxLlJlc3VsdBIhCgRtZXRhGAMgASgLMhMucmVwb3NlYXJjaC52MS5NZXRhIkIKFEdldFJlcG9zaXRvcnlSZXF1ZXN0EioKBHJlcG8YASABKAlCHIq1GBgIASjIAUIRXlteL1xzXSsvW14vXHNdKyQi2QQKClJlcG9zaXRvcnkSDAoEbmFtZRgBIAEoCRIQCgN1cmwYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhUKCGxhbmd1YWdlGAQgASgJSAKIAQESEgoFc3RhcnMYBSABKANIA4gBARISCgVmb3JrcxgGIAEoA0gEiAEBEg4KBnRvcGljcxgHIAMoCRIWCglwdXNoZWRfYXQYCCABKAlIBYgBARIXCgpjcmVhdGVkX2F0GAkgASgJSAaIAQESGAoLaXNfYXJjaGl2ZWQYCiABKAhIB4gBARIVCghjYXRlZ29yeRgLIAEoCUgIiAEBEhQKB2xpY2Vuc2UYDCABKAlICYgBARIVCghob21lcGFnZRgNIAEoCUgKiAEBEhUKCGxsbXNfdXJsGA4gASgJSAuIAQESEQoEdHJlZRgPIAEoCUgMiAEBEg8KB2FsaWFzZXMYECADKAkSEwoGcmVhZG1lGBEgASgJSA2IAQESEAoIbWVudGlvbnMYEiABKAMSFgoJbGFzdF9zZWVuGBMgASgJSA6IAQFCBgoEX3VybEIOCgxfZGVzY3JpcHRpb25CCwoJX2xhbmd1YWdlQggKBl9zdGFyc0IICgZfZm9ya3NCDAoKX3B1c2hlZF9hdEINCgtfY3JlYXRlZF9hdEIOCgxfaXNfYXJjaGl2ZWRCCwoJX2NhdGVnb3J5QgoKCF9saWNlbnNlQgsKCV9ob21lcGFnZUILCglfbGxtc191cmxCBwoFX3RyZWVCCQoHX3JlYWRtZUIMCgpfbGFzdF9zZWVuIh4KDENhdGVnb3J5TGlzdBIOCgZ2YWx1ZXMYASADKAkiHAoKU3RyaW5nTGlzdBIOCgZ2YWx1ZXMYASADKAkiagoOU2VhcmNoUmVzcG9uc2USDQoFcXVlcnkYASABKAkSJgoHcmVzdWx0cxgCIAMoCzIVLnJlcG9zZWFyY2gudjEuUmVzdWx0EiEKBG1ldGEYAyABKAsyEy5yZXBvc2VhcmNoLnYxLk1ldGEikwMKBlJlc3VsdBIQCgN1cmwYASABKAlIAIgBARIMCgRuYW1lGAIgASgJEhgKC2Rlc2NyaXB0aW9uGAMgASgJSAGIAQESDQoFc2NvcmUYBCABKAESFQoIbGFuZ3VhZ2UYBSABKAlIAogBARISCgVzdGFycxgGIAEoA0gDiAEBEhIKBWZvcmtzGAcgASgDSASIAQESDgoGdG9waWNzGAggAygJEhYKCXB1c2hlZF9hdBgJIAEoCUgFiAEBEhgKC2lzX2FyY2hpdmVkGAogASgISAaIAQESFQoIbGxtc191cmwYCyABKAlIB4gBARIhCgR0cmVlGAwgASgLMhMucmVwb3NlYXJjaC52MS5UcmVlEhAKCGV2aWRlbmNlGA0gAygJEg8KB2FsaWFzZXMYDiADKAlCBgoEX3VybEIOCgxfZGVzY3JpcHRpb25CCwoJX2xhbmd1YWdlQggKBl9zdGFyc0IICgZfZm9ya3NCDAoKX3B1c2hlZF9hdEIOCgxfaXNfYXJjaGl2ZWRCCwoJX2xsbXNfdXJsIiIKBFRyZWUSEQoEdGV4dBgBIAEoCUgAiAEBQgcKBV90ZXh0IoQDCgRNZXRhEg0KBXRvdGFsGAEgASgDEg8KB3RpbWVfbXMYAiABKAESMQoHbWV0aG9kcxgDIAMoCzIgLnJlcG9zZWFyY2gudjEuTWV0YS5NZXRob2RzRW50cnkSNgoPYXBwbGllZF9maWx0ZXJzGAQgASgLMh0ucmVwb3NlYXJjaC52MS5BcHBsaWVkRmlsdGVycxIVCghyZXJhbmtlZBgFIAEoCEgAiAEBEhYKCXJlcmFua19tcxgGIAEoAUgBiAEBEjMKCnF1YWxpZmllcnMYByADKAsyHy5yZXBvc2VhcmNoLnYxLkFwcGxpZWRRdWFsaWZpZXISFwoKcXVlcnlfdGV4dBgIIAEoCUgCiAEBGkoKDE1ldGhvZHNFbnRyeRILCgNrZXkYASABKAkSKQoFdmFsdWUYAiABKAsyGi5yZXBvc2VhcmNoLnYxLk1ldGhvZFN0YXRzOgI4AUILCglfcmVyYW5rZWRCDAoKX3JlcmFua19tc0INCgtfcXVlcnlfdGV4dCJJChBBcHBsaWVkUXVhbGlmaWVyEhEKCXF1YWxpZmllchgBIAEoCRIOCgZmaWVsZHMYAiADKAkSEgoKb3ZlcnJpZGRlbhgDIAMoCSIrCgtNZXRob2RTdGF0cxIMCgRoaXRzGAEgASgFEg4KBndlaWdodBgCIAEoASLVAwoOQXBwbGllZEZpbHRlcnMSNAoKY2F0ZWdvcmllcxgBIAEoCzIgLnJlcG9zZWFyY2gudjEuQXBwbGllZENhdGVnb3JpZXMSGAoQZXhjbHVkZV9hcmNoaXZlZBgCIAEoCBIWCgltaW5fc3RhcnMYAyABKANIAIgBARIWCgltYXhfc3RhcnMYBCABKANIAYgBARIWCgltaW5fZm9ya3MYBSABKANIAogBARIWCgltYXhfZm9ya3MYBiABKANIA4gBARIVCghsYW5ndWFnZRgHIAEoCUgEiAEBEhUKDWV4Y2x1ZGVfcmVwb3MYCCADKAkSDgoGdG9waWNzGAkgAygJEh8KEnN0YWxlX2FmdGVyX21vbnRocxgKIAEoBUgFiAEBEhkKDHB1c2hlZF9hZnRlchgLIAEoCUgGiAEBEhoKDXB1c2hlZF9iZWZvcmUYDCABKAlIB4gBAUIMCgpfbWluX3N0YXJzQgwKCl9tYXhfc3RhcnNCDAoKX21pbl9mb3Jrc0IMCgpfbWF4X2ZvcmtzQgsKCV9sYW5ndWFnZUIVChNfc3RhbGVfYWZ0ZXJfbW9udGhzQg8KDV9wdXNoZWRfYWZ0ZXJCEAoOX3B1c2hlZF9iZWZvcmUibQoRQXBwbGllZENhdGVnb3JpZXMSKQoEbW9kZRgBIAEoDjIbLnJlcG9zZWFyY2gudjEuQ2F0ZWdvcnlNb2RlEg4KBnZhbHVlcxgCIAMoCRIdChVpbmNsdWRlX3VuY2F0ZWdvcml6ZWQYAyABKAgiVAoTU2VhcmNoU3RyZWFtUmVxdWVzdBItCghzZWFyY2hlcxgBIAMoCzIbLnJlcG9zZWFyY2gudjEuU3RyZWFtU2VhcmNoEg4KBmNhbmNlbBgCIAMoBCLfAQoMU3RyZWFtU2VhcmNoEgoKAmlkGAEgASgEEi0KB3JlcXVlc3QYAiABKAsyHC5yZXBvc2VhcmNoLnYxLlNlYXJjaFJlcXVlc3QSFwoKdGltZW91dF9tcxgDIAEoDUgAiAEBEjsKCG1ldGFkYXRhGAQgAygLMikucmVwb3NlYXJjaC52MS5TdHJlYW1TZWFyY2guTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDQoLX3RpbWVvdXRfbXMiRgoUU2VhcmNoU3RyZWFtUmVzcG9uc2USLgoIb3V0Y29tZXMYASADKAsyHC5yZXBvc2VhcmNoLnYxLlN0cmVhbU91dGNvbWUihgEKDVN0cmVhbU91dGNvbWUSCgoCaWQYASABKAQSMQoIcmVzcG9uc2UYAiABKAsyHS5yZXBvc2VhcmNoLnYxLlNlYXJjaFJlc3BvbnNlSAASKwoFZXJyb3IYAyABKAsyGi5yZXBvc2VhcmNoLnYxLlNlYXJjaEVycm9ySABCCQoHb3V0Y29tZSJ3CgtTZWFyY2hFcnJvchIOCgZzdGF0dXMYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIRCgRjb2RlGAMgASgJSACIAQESKwoHZGV0YWlscxgEIAMoCzIaLnJlcG9zZWFyY2gudjEuRXJyb3JEZXRhaWxCBwoFX2NvZGUiOgoLRXJyb3JEZXRhaWwSDAoEcGF0aBgBIAEoCRIMCgRydWxlGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiFgoUR2V0SW5kZXhTdGF0c1JlcXVlc3QihgIKCkluZGV4U3RhdHMSFAoHdmVyc2lvbhgBIAEoCUgAiAEBEg0KBWNvdW50GAIgASgDEgwKBGRpbXMYAyABKAUSGAoLZW1iZWRkZXJfaWQYBCABKAlIAYgBARIZCgxwdWJsaXNoZWRfYXQYBSABKAlIAogBARIYCgthZ2Vfc2Vjb25kcxgGIAEoAUgDiAEBEg8KB21ldGhvZHMYByADKAkSGAoLcmVyYW5rZXJfaWQYCCABKAlIBIgBAUIKCghfdmVyc2lvbkIOCgxfZW1iZWRkZXJfaWRCDwoNX3B1Ymxpc2hlZF9hdEIOCgxfYWdlX3NlY29uZHNCDgoMX3JlcmFua2VyX2lkKnsKDENhdGVnb3J5TW9kZRIdChlDQVRFR09SWV9NT0RFX1VOU1BFQ0lGSUVEEAASGQoVQ0FURUdPUllfTU9ERV9ERUZBVUxUEAESGgoWQ0FURUdPUllfTU9ERV9FWFBMSUNJVBACEhUKEUNBVEVHT1JZX01PREVfQUxMEAMynwMKDVNlYXJjaFNlcnZpY2USRQoGU2VhcmNoEhwucmVwb3NlYXJjaC52MS5TZWFyY2hSZXF1ZXN0Gh0ucmVwb3NlYXJjaC52MS5TZWFyY2hSZXNwb25zZRJbCgxTZWFyY2hTdHJlYW0SIi5yZXBvc2VhcmNoLnYxLlNlYXJjaFN0cmVhbVJlcXVlc3QaIy5yZXBvc2VhcmNoLnYxLlNlYXJjaFN0cmVhbVJlc3BvbnNlKAEwARJPCg1HZXRJbmRleFN0YXRzEiMucmVwb3NlYXJjaC52MS5HZXRJbmRleFN0YXRzUmVxdWVzdBoZLnJlcG9zZWFyY2gudjEuSW5kZXhTdGF0cxJICgdTaW1pbGFyEh0ucmVwb3NlYXJjaC52MS5TaW1pbGFyUmVxdWVzdBoeLnJlcG9zZWFyY2gudjEuU2ltaWxhclJlc3BvbnNlEk8KDUdldFJlcG9zaXRvcnkSIy5yZXBvc2VhcmNoLnYxLkdldFJlcG9zaXRvcnlSZXF1ZXN0GhkucmVwb3NlYXJjaC52MS5SZXBvc2l0b3J5YgZwcm90bzM", [file_reposearch_v1_limits]);
 
 /**
  * One search (spec §2.1).
@@ -161,6 +161,253 @@ export const FiltersSchema: GenMessage<Filters> = /*@__PURE__*/
   messageDesc(file_reposearch_v1_search, 1);
 
 /**
+ * Repositories like `repo` (Similar). `limit`, `include_tree` and `filters` are the search's own.
+ *
+ * @generated from message reposearch.v1.SimilarRequest
+ */
+export type SimilarRequest = Message<"reposearch.v1.SimilarRequest"> & {
+  /**
+   * `owner/repo`, current or former name; at most 200 characters.
+   *
+   * @generated from field: string repo = 1;
+   */
+  repo: string;
+
+  /**
+   * Maximum number of results, 1 to 50. Absent: 10.
+   *
+   * @generated from field: optional int32 limit = 2;
+   */
+  limit?: number | undefined;
+
+  /**
+   * When true each result carries `tree`. Absent: false.
+   *
+   * @generated from field: optional bool include_tree = 3;
+   */
+  includeTree?: boolean | undefined;
+
+  /**
+   * Metadata constraints applied before ranking, as in SearchRequest.
+   *
+   * @generated from field: reposearch.v1.Filters filters = 4;
+   */
+  filters?: Filters | undefined;
+};
+
+/**
+ * Describes the message reposearch.v1.SimilarRequest.
+ * Use `create(SimilarRequestSchema)` to create a new message.
+ */
+export const SimilarRequestSchema: GenMessage<SimilarRequest> = /*@__PURE__*/
+  messageDesc(file_reposearch_v1_search, 2);
+
+/**
+ * The repositories like SimilarRequest.repo: a search response, field for field (REST answers both
+ * with one shape). `query` is the repository under its current name.
+ *
+ * @generated from message reposearch.v1.SimilarResponse
+ */
+export type SimilarResponse = Message<"reposearch.v1.SimilarResponse"> & {
+  /**
+   * `owner/repo` of the repository the results are like, under its current name.
+   *
+   * @generated from field: string query = 1;
+   */
+  query: string;
+
+  /**
+   * Results, best first; at most `limit`.
+   *
+   * @generated from field: repeated reposearch.v1.Result results = 2;
+   */
+  results: Result[];
+
+  /**
+   * Timing, counts, retrieval methods and the effective filters.
+   *
+   * @generated from field: reposearch.v1.Meta meta = 3;
+   */
+  meta?: Meta | undefined;
+};
+
+/**
+ * Describes the message reposearch.v1.SimilarResponse.
+ * Use `create(SimilarResponseSchema)` to create a new message.
+ */
+export const SimilarResponseSchema: GenMessage<SimilarResponse> = /*@__PURE__*/
+  messageDesc(file_reposearch_v1_search, 3);
+
+/**
+ * One repository's card (GetRepository).
+ *
+ * @generated from message reposearch.v1.GetRepositoryRequest
+ */
+export type GetRepositoryRequest = Message<"reposearch.v1.GetRepositoryRequest"> & {
+  /**
+   * `owner/repo`, current or former name; at most 200 characters.
+   *
+   * @generated from field: string repo = 1;
+   */
+  repo: string;
+};
+
+/**
+ * Describes the message reposearch.v1.GetRepositoryRequest.
+ * Use `create(GetRepositoryRequestSchema)` to create a new message.
+ */
+export const GetRepositoryRequestSchema: GenMessage<GetRepositoryRequest> = /*@__PURE__*/
+  messageDesc(file_reposearch_v1_search, 4);
+
+/**
+ * Everything the index stores about one repository (REST `Repository`). Absent optional fields are
+ * JSON null in REST.
+ *
+ * @generated from message reposearch.v1.Repository
+ */
+export type Repository = Message<"reposearch.v1.Repository"> & {
+  /**
+   * `owner/repo` under the current name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Repository address. Absent: null.
+   *
+   * @generated from field: optional string url = 2;
+   */
+  url?: string | undefined;
+
+  /**
+   * Description (third-party text). Absent: null.
+   *
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * Primary language. Absent: null.
+   *
+   * @generated from field: optional string language = 4;
+   */
+  language?: string | undefined;
+
+  /**
+   * Star count. Absent: null.
+   *
+   * @generated from field: optional int64 stars = 5;
+   */
+  stars?: bigint | undefined;
+
+  /**
+   * Fork count. Absent: null.
+   *
+   * @generated from field: optional int64 forks = 6;
+   */
+  forks?: bigint | undefined;
+
+  /**
+   * Owner-set topics.
+   *
+   * @generated from field: repeated string topics = 7;
+   */
+  topics: string[];
+
+  /**
+   * Last push, ISO 8601. Absent: null.
+   *
+   * @generated from field: optional string pushed_at = 8;
+   */
+  pushedAt?: string | undefined;
+
+  /**
+   * Creation time, ISO 8601. Absent: null.
+   *
+   * @generated from field: optional string created_at = 9;
+   */
+  createdAt?: string | undefined;
+
+  /**
+   * Archived flag. Absent: null (not captured).
+   *
+   * @generated from field: optional bool is_archived = 10;
+   */
+  isArchived?: boolean | undefined;
+
+  /**
+   * One of the 13 categories. Absent: uncategorized (REST null).
+   *
+   * @generated from field: optional string category = 11;
+   */
+  category?: string | undefined;
+
+  /**
+   * Licence as the dataset names it. Absent: null.
+   *
+   * @generated from field: optional string license = 12;
+   */
+  license?: string | undefined;
+
+  /**
+   * Homepage. Absent: null.
+   *
+   * @generated from field: optional string homepage = 13;
+   */
+  homepage?: string | undefined;
+
+  /**
+   * Address of the repository's llms.txt. Absent: null.
+   *
+   * @generated from field: optional string llms_url = 14;
+   */
+  llmsUrl?: string | undefined;
+
+  /**
+   * Compact file tree (Result.tree's format). Absent: the index has none (REST null).
+   *
+   * @generated from field: optional string tree = 15;
+   */
+  tree?: string | undefined;
+
+  /**
+   * Former and other names of the project.
+   *
+   * @generated from field: repeated string aliases = 16;
+   */
+  aliases: string[];
+
+  /**
+   * The README's opening, sanitised. Absent: null.
+   *
+   * @generated from field: optional string readme = 17;
+   */
+  readme?: string | undefined;
+
+  /**
+   * How many indexed repositories mention the project.
+   *
+   * @generated from field: int64 mentions = 18;
+   */
+  mentions: bigint;
+
+  /**
+   * Date of the newest crawl that saw it. Absent: null.
+   *
+   * @generated from field: optional string last_seen = 19;
+   */
+  lastSeen?: string | undefined;
+};
+
+/**
+ * Describes the message reposearch.v1.Repository.
+ * Use `create(RepositorySchema)` to create a new message.
+ */
+export const RepositorySchema: GenMessage<Repository> = /*@__PURE__*/
+  messageDesc(file_reposearch_v1_search, 5);
+
+/**
  * A category list whose presence is meaningful (absent vs empty vs values), see Filters.categories.
  *
  * @generated from message reposearch.v1.CategoryList
@@ -179,7 +426,7 @@ export type CategoryList = Message<"reposearch.v1.CategoryList"> & {
  * Use `create(CategoryListSchema)` to create a new message.
  */
 export const CategoryListSchema: GenMessage<CategoryList> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 2);
+  messageDesc(file_reposearch_v1_search, 6);
 
 /**
  * A string list whose presence is meaningful (absent vs empty vs values).
@@ -200,7 +447,7 @@ export type StringList = Message<"reposearch.v1.StringList"> & {
  * Use `create(StringListSchema)` to create a new message.
  */
 export const StringListSchema: GenMessage<StringList> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 3);
+  messageDesc(file_reposearch_v1_search, 7);
 
 /**
  * The ranked results of one search (spec §2.3).
@@ -235,7 +482,7 @@ export type SearchResponse = Message<"reposearch.v1.SearchResponse"> & {
  * Use `create(SearchResponseSchema)` to create a new message.
  */
 export const SearchResponseSchema: GenMessage<SearchResponse> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 4);
+  messageDesc(file_reposearch_v1_search, 8);
 
 /**
  * One matching repository (spec §2.3 "Result"). Absent optional fields are JSON null in REST.
@@ -349,7 +596,7 @@ export type Result = Message<"reposearch.v1.Result"> & {
  * Use `create(ResultSchema)` to create a new message.
  */
 export const ResultSchema: GenMessage<Result> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 5);
+  messageDesc(file_reposearch_v1_search, 9);
 
 /**
  * Wrapper that separates "tree requested but none" from "tree not requested", see Result.tree.
@@ -370,7 +617,7 @@ export type Tree = Message<"reposearch.v1.Tree"> & {
  * Use `create(TreeSchema)` to create a new message.
  */
 export const TreeSchema: GenMessage<Tree> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 6);
+  messageDesc(file_reposearch_v1_search, 10);
 
 /**
  * Response metadata (spec §2.3 "Meta").
@@ -420,6 +667,22 @@ export type Meta = Message<"reposearch.v1.Meta"> & {
    * @generated from field: optional double rerank_ms = 6;
    */
   rerankMs?: number | undefined;
+
+  /**
+   * The query's GitHub-style qualifiers (`language:go`, `stars:>1000`), each parsed into
+   * applied_filters. Empty: the query held none.
+   *
+   * @generated from field: repeated reposearch.v1.AppliedQualifier qualifiers = 7;
+   */
+  qualifiers: AppliedQualifier[];
+
+  /**
+   * The text that was ranked once the qualifiers were removed. Absent: the query held no qualifiers.
+   * Empty: only qualifiers (results are the most-starred under the filters, method "popular").
+   *
+   * @generated from field: optional string query_text = 8;
+   */
+  queryText?: string | undefined;
 };
 
 /**
@@ -427,7 +690,42 @@ export type Meta = Message<"reposearch.v1.Meta"> & {
  * Use `create(MetaSchema)` to create a new message.
  */
 export const MetaSchema: GenMessage<Meta> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 7);
+  messageDesc(file_reposearch_v1_search, 11);
+
+/**
+ * One qualifier of a search query and what it set.
+ *
+ * @generated from message reposearch.v1.AppliedQualifier
+ */
+export type AppliedQualifier = Message<"reposearch.v1.AppliedQualifier"> & {
+  /**
+   * As written, e.g. "stars:>1000".
+   *
+   * @generated from field: string qualifier = 1;
+   */
+  qualifier: string;
+
+  /**
+   * The filter fields it set, e.g. "minStars" (JSON names; "pushedAfter" / "pushedBefore" for `pushed:`).
+   *
+   * @generated from field: repeated string fields = 2;
+   */
+  fields: string[];
+
+  /**
+   * The subset of `fields` the request's explicit filters also set: the explicit value won.
+   *
+   * @generated from field: repeated string overridden = 3;
+   */
+  overridden: string[];
+};
+
+/**
+ * Describes the message reposearch.v1.AppliedQualifier.
+ * Use `create(AppliedQualifierSchema)` to create a new message.
+ */
+export const AppliedQualifierSchema: GenMessage<AppliedQualifier> = /*@__PURE__*/
+  messageDesc(file_reposearch_v1_search, 12);
 
 /**
  * What one retrieval method contributed.
@@ -455,7 +753,7 @@ export type MethodStats = Message<"reposearch.v1.MethodStats"> & {
  * Use `create(MethodStatsSchema)` to create a new message.
  */
 export const MethodStatsSchema: GenMessage<MethodStats> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 8);
+  messageDesc(file_reposearch_v1_search, 13);
 
 /**
  * The effective filters after defaults (spec §2.3 "AppliedFilters"). Every field has a value; the
@@ -533,6 +831,20 @@ export type AppliedFilters = Message<"reposearch.v1.AppliedFilters"> & {
    * @generated from field: optional int32 stale_after_months = 10;
    */
   staleAfterMonths?: number | undefined;
+
+  /**
+   * Pushed at or after this instant (ISO 8601), set only by a `pushed:` qualifier. Absent: none.
+   *
+   * @generated from field: optional string pushed_after = 11;
+   */
+  pushedAfter?: string | undefined;
+
+  /**
+   * Pushed before this instant (ISO 8601), set only by a `pushed:` qualifier. Absent: none.
+   *
+   * @generated from field: optional string pushed_before = 12;
+   */
+  pushedBefore?: string | undefined;
 };
 
 /**
@@ -540,7 +852,7 @@ export type AppliedFilters = Message<"reposearch.v1.AppliedFilters"> & {
  * Use `create(AppliedFiltersSchema)` to create a new message.
  */
 export const AppliedFiltersSchema: GenMessage<AppliedFilters> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 9);
+  messageDesc(file_reposearch_v1_search, 14);
 
 /**
  * The effective category filter (spec §2.3 AppliedFilters.categories).
@@ -575,7 +887,7 @@ export type AppliedCategories = Message<"reposearch.v1.AppliedCategories"> & {
  * Use `create(AppliedCategoriesSchema)` to create a new message.
  */
 export const AppliedCategoriesSchema: GenMessage<AppliedCategories> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 10);
+  messageDesc(file_reposearch_v1_search, 15);
 
 /**
  * One message from the caller on a SearchStream: searches to start and searches to cancel. A caller
@@ -606,7 +918,7 @@ export type SearchStreamRequest = Message<"reposearch.v1.SearchStreamRequest"> &
  * Use `create(SearchStreamRequestSchema)` to create a new message.
  */
 export const SearchStreamRequestSchema: GenMessage<SearchStreamRequest> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 11);
+  messageDesc(file_reposearch_v1_search, 16);
 
 /**
  * One search started on a SearchStream.
@@ -651,7 +963,7 @@ export type StreamSearch = Message<"reposearch.v1.StreamSearch"> & {
  * Use `create(StreamSearchSchema)` to create a new message.
  */
 export const StreamSearchSchema: GenMessage<StreamSearch> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 12);
+  messageDesc(file_reposearch_v1_search, 17);
 
 /**
  * One message from the server on a SearchStream: the outcomes of searches that finished since its
@@ -673,7 +985,7 @@ export type SearchStreamResponse = Message<"reposearch.v1.SearchStreamResponse">
  * Use `create(SearchStreamResponseSchema)` to create a new message.
  */
 export const SearchStreamResponseSchema: GenMessage<SearchStreamResponse> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 13);
+  messageDesc(file_reposearch_v1_search, 18);
 
 /**
  * The outcome of one search on a SearchStream.
@@ -717,7 +1029,7 @@ export type StreamOutcome = Message<"reposearch.v1.StreamOutcome"> & {
  * Use `create(StreamOutcomeSchema)` to create a new message.
  */
 export const StreamOutcomeSchema: GenMessage<StreamOutcome> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 14);
+  messageDesc(file_reposearch_v1_search, 19);
 
 /**
  * A failed search on a stream: the status, message and trailers a unary Search call would carry.
@@ -760,7 +1072,7 @@ export type SearchError = Message<"reposearch.v1.SearchError"> & {
  * Use `create(SearchErrorSchema)` to create a new message.
  */
 export const SearchErrorSchema: GenMessage<SearchError> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 15);
+  messageDesc(file_reposearch_v1_search, 20);
 
 /**
  * One field-level problem of a request (spec §7 `details`).
@@ -795,7 +1107,7 @@ export type ErrorDetail = Message<"reposearch.v1.ErrorDetail"> & {
  * Use `create(ErrorDetailSchema)` to create a new message.
  */
 export const ErrorDetailSchema: GenMessage<ErrorDetail> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 16);
+  messageDesc(file_reposearch_v1_search, 21);
 
 /**
  * GetIndexStats takes no parameters.
@@ -810,7 +1122,7 @@ export type GetIndexStatsRequest = Message<"reposearch.v1.GetIndexStatsRequest">
  * Use `create(GetIndexStatsRequestSchema)` to create a new message.
  */
 export const GetIndexStatsRequestSchema: GenMessage<GetIndexStatsRequest> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 17);
+  messageDesc(file_reposearch_v1_search, 22);
 
 /**
  * The index version being served (mirrors IndexStats in src/core/types.ts).
@@ -880,7 +1192,7 @@ export type IndexStats = Message<"reposearch.v1.IndexStats"> & {
  * Use `create(IndexStatsSchema)` to create a new message.
  */
 export const IndexStatsSchema: GenMessage<IndexStats> = /*@__PURE__*/
-  messageDesc(file_reposearch_v1_search, 18);
+  messageDesc(file_reposearch_v1_search, 23);
 
 /**
  * How the category filter was derived.
@@ -969,6 +1281,30 @@ export const SearchService: GenService<{
     methodKind: "unary";
     input: typeof GetIndexStatsRequestSchema;
     output: typeof IndexStatsSchema;
+  },
+  /**
+   * Repositories like a given one: neighbours of its stored embedding fused with a lexical search for
+   * its distinctive words and topics, under the same filters as a search; the repository itself (by
+   * every name) excluded; evidence says what each result shares with it. Errors: as Search, plus
+   * NOT_FOUND when the index has no repository of that name (current or former).
+   *
+   * @generated from rpc reposearch.v1.SearchService.Similar
+   */
+  similar: {
+    methodKind: "unary";
+    input: typeof SimilarRequestSchema;
+    output: typeof SimilarResponseSchema;
+  },
+  /**
+   * One repository's card: every stored field. A former name answers the current project's card.
+   * Errors: INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL.
+   *
+   * @generated from rpc reposearch.v1.SearchService.GetRepository
+   */
+  getRepository: {
+    methodKind: "unary";
+    input: typeof GetRepositoryRequestSchema;
+    output: typeof RepositorySchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_reposearch_v1_search, 0);

@@ -9,7 +9,7 @@ import type { RepoPayload } from "../../../dataset/record.js";
 import type { Filter } from "../../filter.js";
 import { lexicalDocVector, SPARSE_LEXICAL_FORMAT, sparseVectorProblem, type SparseVector } from "../../qdrant/sparse.js";
 import { META_POINT_ID, WRITER_HEADER } from "../../qdrant/store.js";
-import type { PointId } from "../../types.js";
+import { topRowsBy, type PointId } from "../../types.js";
 import { lexicalDocOf } from "../lexical.js";
 import type { Segment } from "../segment.js";
 import type { EmbeddedStore } from "../store.js";
@@ -43,7 +43,11 @@ export function retrievePoints(ctx: ReadContext, state: CollectionState, body: R
   return out;
 }
 
-/** POST /collections/{collection}/points/scroll: points in id order (Qdrant's), from `offset` on. Published points, or with a writer header, that writer's view. */
+/**
+ * POST /collections/{collection}/points/scroll: points in id order (Qdrant's), from `offset` on. Published
+ * points, or with a writer header, that writer's view. With `order_by` (a numeric payload key, or
+ * `{key, direction}`): one page ordered by that field, points without it left out, as Qdrant does.
+ */
 export async function scroll(ctx: ReadContext & WriteContext, state: CollectionState, body: Record<string, unknown>, req: IncomingMessage): Promise<unknown> {
   const limit = body.limit ?? 10;
   if (!Number.isInteger(limit) || (limit as number) < 1) throw badRequest(`limit must be a positive integer (got ${JSON.stringify(limit)})`);
@@ -54,6 +58,18 @@ export async function scroll(ctx: ReadContext & WriteContext, state: CollectionS
 
   if (!seg) return { points: [], next_page_offset: null };
   const allow = seg.payloadIndex.evaluate(optionalFilter(body.filter));
+  if (body.order_by !== undefined && body.order_by !== null) {
+    const { key, descending } = orderByOf(body.order_by);
+    const rows: number[] = [];
+    if (allow) allow.forEach((row) => rows.push(row));
+    else for (let row = 0; row < seg.count; row++) rows.push(row);
+    const valueOf = (row: number): number | null => {
+      const v = (seg.payloads[row] as unknown as Record<string, unknown>)[key];
+      return typeof v === "number" ? (descending ? v : -v) : null;
+    };
+    const points = topRowsBy(rows, valueOf, limit as number).map((row) => record(state, seg, row, withPayload, body.with_vector ?? false));
+    return { points, next_page_offset: null };
+  }
   const order = sortedRowsOf(ctx, seg);
   let i = offset === null ? 0 : lowerBound(order.length, (k) => seg.ids[order[k]!]! < offset);
   const points: unknown[] = [];
@@ -64,6 +80,16 @@ export async function scroll(ctx: ReadContext & WriteContext, state: CollectionS
     points.push(record(state, seg, row, withPayload, body.with_vector ?? false));
   }
   return { points, next_page_offset: null };
+}
+
+/** Qdrant's order_by: a key, or `{key, direction}` with direction "asc" (the default) or "desc"; no start_from here. */
+function orderByOf(o: unknown): { key: string; descending: boolean } {
+  if (typeof o === "string" && o !== "") return { key: o, descending: false };
+  if (isRecord(o) && typeof o.key === "string" && o.key !== "" && (o.direction === undefined || o.direction === "asc" || o.direction === "desc")) {
+    if (o.start_from !== undefined && o.start_from !== null) throw badRequest("store serve does not support order_by.start_from");
+    return { key: o.key, descending: o.direction === "desc" };
+  }
+  throw badRequest('order_by must be a payload key or {"key", "direction": "asc" | "desc"}');
 }
 
 /** The writer's view: the published points plus its staged work, with payloads (no vectors), unfiltered. */
