@@ -19,7 +19,7 @@ import { setLogLevel, setLogSink } from "../src/common/logger.js";
 import { seededRandom } from "../src/common/random.js";
 import { loadConfig } from "../src/config/config.js";
 import { SEARCH_PRICE_MICROS } from "../src/gateway/accounts/types.js";
-import { unpairedSurrogateDetails } from "../src/gateway/unicode.js";
+import { unpairedSurrogateDetails } from "../src/contract/unicode.js";
 import { validateResponse, validateSearchRequest } from "../src/gateway/validation.js";
 import { startCore, startGateway, type CoreHandle, type GatewayHandle } from "../src/server/serve.js";
 import { datasetLines, tempDir } from "./helpers.js";

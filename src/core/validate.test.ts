@@ -149,6 +149,12 @@ describe("validateSearchRequest", () => {
     rejects(withFilters({ staleAfterMonths: 1.5 }), "filters.staleAfterMonths", "type");
   });
 
+  it("strings must be valid Unicode: an unpaired surrogate is named, never passed on", () => {
+    rejects({ query: "x\ud800y" }, "query", "unicode");
+    rejects(withFilters({ topics: ["ok", "\udc00"] }), "filters.topics[1]", "unicode");
+    accepts({ query: "a pair is fine: \ud83d\ude00" });
+  });
+
   it("reports every problem at once, with a message naming the first", () => {
     try {
       validate({ query: "", limit: 99, filters: { topics: [], staleAfterMonths: 0 } });

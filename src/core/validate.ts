@@ -11,6 +11,7 @@
 import { ErrorCode, ReposearchError, type ErrorDetail } from "../common/errors.js";
 import { repositoryRequestSchema, similarRequestSchema } from "../contract/repository-requests.js";
 import { coreSearchRequestSchema } from "../contract/search-request.js";
+import { unpairedSurrogateDetails } from "../contract/unicode.js";
 import { ajvErrorsToDetails, compileSchema } from "../contract/validator.js";
 import { CATEGORIES, type Category } from "../dataset/record.js";
 import type { GetRepositoryRequest, SearchFilters, SearchRequest, SimilarRequest } from "./types.js";
@@ -74,8 +75,11 @@ function validateAgainst(check: ReturnType<typeof compileSchema>, what: string, 
   }
   const out = withoutUndefined(req);
   if (isRecord(out.filters)) out.filters = withoutUndefined(out.filters);
-  if (!check(out)) {
-    const details: ErrorDetail[] = ajvErrorsToDetails(check.errors).map((d) => ({ ...d, path: dottedPath(d.path) }));
+  const valid = check(out);
+  // A Connect JSON caller can send an unpaired surrogate that no UTF-8 answer could echo unchanged.
+  const unicode = unpairedSurrogateDetails(out);
+  if (!valid || unicode.length > 0) {
+    const details: ErrorDetail[] = [...(valid ? [] : ajvErrorsToDetails(check.errors)), ...unicode].map((d) => ({ ...d, path: dottedPath(d.path) }));
     const first = details[0] ?? { path: "", message: "is invalid" };
     const more = details.length > 1 ? ` (and ${details.length - 1} more)` : "";
     throw new ReposearchError(ErrorCode.ValidationError, `invalid ${what} request: ${first.path || "body"} ${first.message}${more}`, { details });

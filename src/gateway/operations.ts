@@ -44,7 +44,7 @@ import type { GatewayMetrics } from "./metrics.js";
 import { queryCacheKey, similarCacheKey, type QueryCache } from "./query-cache.js";
 import { bindingDecision, rateLimitHeaderValues, rateLimitRefusal } from "./rate-limit-headers.js";
 import type { CoreApi, CoreCallOptions } from "./types.js";
-import { unpairedSurrogateDetails } from "./unicode.js";
+import { unpairedSurrogateDetails } from "../contract/unicode.js";
 import { validateRepositoryParams, validateSearchRequest, validateSimilarRequest, type ValidationResult } from "./validation.js";
 
 /** Headroom over the core deadline before the gateway gives up on a core client that ignores it. */

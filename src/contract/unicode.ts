@@ -1,5 +1,6 @@
 /**
- * Strings the gateway accepts must be valid Unicode.
+ * Strings a request carries must be valid Unicode (the gateway checks JSON bodies, the core checks what
+ * gRPC and Connect callers send).
  *
  * JSON can spell an unpaired UTF-16 surrogate (`"x\ud800y"`), and JSON.parse keeps it. No UTF-8
  * encoder can carry one: the protobuf encoding of the core call replaced it with U+FFFD, so the query
