@@ -303,9 +303,9 @@ describe("plain HTTP, as curl sends it", () => {
 
   it("the Connect timeout header is the deadline (deadline_exceeded)", async () => {
     // The deadline starts when the request arrives, so on this small index a 1 ms search can now and
-    // then finish in time: a few tries, each either a complete answer or deadline_exceeded.
+    // then finish in time: up to 50 tries, each either a complete answer or deadline_exceeded.
     const codes: string[] = [];
-    for (let i = 0; i < 5 && !codes.includes("deadline_exceeded"); i++) {
+    for (let i = 0; i < 50 && !codes.includes("deadline_exceeded"); i++) {
       const res = await post({ query: "a fast http router with middleware", limit: 50, includeTree: true }, { "Connect-Timeout-Ms": "1" });
       const body = (await res.json()) as { code?: string; results?: unknown[] };
       if (res.status === 200) assert.ok(Array.isArray(body.results), JSON.stringify(body).slice(0, 200));
