@@ -80,6 +80,11 @@ describe("store serve: Qdrant wire format", () => {
     assert.equal(missing.status, 404);
     assert.match(String((missing.body.status as { error: string }).error), /Collection `repos` doesn't exist/);
     assert.equal((await call("POST", "/collections/repos/points/count", {})).status, 404);
+    for (const method of ["PUT", "POST", "DELETE"]) {
+      const bare = await call(method, "/collections", {});
+      assert.equal(bare.status, 404, `${method} /collections`);
+      assert.doesNotMatch(String((bare.body.status as { error: string }).error), /undefined/);
+    }
     assert.equal((await call("PUT", "/collections/other", { vectors: { dense: { size: 4, distance: "Cosine" } } })).status, 400);
     assert.equal((await call("PUT", "/collections/repos", { vectors: { size: 4, distance: "Cosine" } })).status, 400, "an unnamed vector is refused");
     assert.equal((await call("PUT", "/collections/repos", { vectors: { dense: { size: 4, distance: "Euclid" } } })).status, 400);

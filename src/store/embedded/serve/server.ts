@@ -178,7 +178,9 @@ export class StoreServer {
     if (segs.length === 1 && method === "GET") {
       return { collections: (await currentState(this.ctx)) ? [{ name: this.collection }, { name: this.metaCollection }] : [] };
     }
-    const name = segs[1]!;
+    const name = segs[1];
+    // `/collections` itself answers only GET (above); Qdrant has no other method on it.
+    if (name === undefined) throw new HttpError(404, `Not found: ${method} /collections`);
     const op = `${method} ${segs.slice(2).join("/")}`;
     if (name === this.collection) return this.routeMain(op, req);
     if (name === this.metaCollection) return this.routeMeta(op, req);
