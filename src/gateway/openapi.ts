@@ -452,6 +452,16 @@ const commonResponses = {
   "503": { $ref: "#/components/responses/RateLimitUnavailable" },
 } as const;
 
+/** The refusals of the two operations that name one repository (similar, the card). */
+const repositoryErrorResponses = {
+  "400": { $ref: "#/components/responses/ValidationError" },
+  "401": { $ref: "#/components/responses/AuthError" },
+  "403": { $ref: "#/components/responses/Forbidden" },
+  "404": { $ref: "#/components/responses/RepositoryNotFound" },
+  ...commonResponses,
+  "502": { $ref: "#/components/responses/ExternalServiceError" },
+} as const;
+
 export const openApiDocument: OpenApiDocument = {
   openapi: "3.1.0",
   info: {
@@ -559,12 +569,7 @@ export const openApiDocument: OpenApiDocument = {
             headers: { ...rateLimitHeaders, "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } },
             content: { "application/json": { schema: ref("SearchResponse") } },
           },
-          "400": { $ref: "#/components/responses/ValidationError" },
-          "401": { $ref: "#/components/responses/AuthError" },
-          "403": { $ref: "#/components/responses/Forbidden" },
-          "404": { $ref: "#/components/responses/RepositoryNotFound" },
-          ...commonResponses,
-          "502": { $ref: "#/components/responses/ExternalServiceError" },
+          ...repositoryErrorResponses,
         },
       },
     },
@@ -600,12 +605,7 @@ export const openApiDocument: OpenApiDocument = {
             headers: { ...rateLimitHeaders, "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } },
             content: { "application/json": { schema: ref("Repository") } },
           },
-          "400": { $ref: "#/components/responses/ValidationError" },
-          "401": { $ref: "#/components/responses/AuthError" },
-          "403": { $ref: "#/components/responses/Forbidden" },
-          "404": { $ref: "#/components/responses/RepositoryNotFound" },
-          ...commonResponses,
-          "502": { $ref: "#/components/responses/ExternalServiceError" },
+          ...repositoryErrorResponses,
         },
       },
     },
