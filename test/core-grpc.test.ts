@@ -30,6 +30,8 @@ import { CATEGORIES, type Category, type RepoPayload } from "../src/dataset/reco
 import { startCore, type CoreHandle } from "../src/server/serve.js";
 import { embeddedStoreFromConfig, type EmbeddedStore } from "../src/store/embedded/store.js";
 import type { DenseQuery } from "../src/store/types.js";
+import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
+import { understandQuery } from "../src/core/query.js";
 import { datasetLines, lastReport, runCli, startCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
 import { buildIndex } from "./stack.js";
 
@@ -435,9 +437,14 @@ describe("filters end to end", () => {
           r.name,
         );
       }
-      // Lexical matches outrank dense-only neighbours.
-      const lastFixture = res.results.map((r) => isFixture(r.name)).lastIndexOf(true);
-      assert.equal(lastFixture, got.length - 1, "fixtures come first");
+      // Live lexical matches outrank dense-only neighbours. (An archived match may fall below a famous
+      // neighbour: the ranker learned that archived repositories are seldom the answer.)
+      const live = res.results.map((r) => isFixture(r.name) && r.name !== ARCHIVED);
+      const firstOther = res.results.findIndex((r) => !isFixture(r.name));
+      assert.ok(
+        firstOther === -1 || live.lastIndexOf(true) < firstOther,
+        `live fixtures come first: ${res.results.map((r) => `${r.name} (${r.stars ?? "?"}★)`).join(", ")}`,
+      );
     });
   }
 
@@ -625,10 +632,51 @@ describe("dense stage beam (DENSE_EF_SEARCH)", () => {
     try {
       const res = await eclient.search({ query: `${WORD} library`, limit: 5 });
       assert.ok(res.meta.methods.dense!.hits > 0);
-      assert.deepEqual(asked, [24]);
+      // Two dense queries: the nearest of all, and the nearest popular repositories.
+      assert.deepEqual(asked, [24, 24]);
     } finally {
       eclient.close();
       await ecore.close();
+    }
+  });
+});
+
+describe("popular dense candidates (DENSE_POPULAR_CANDIDATES)", () => {
+  it("the pool holds the nearest popular repositories under the request's filter, as an exact scan finds them", async () => {
+    const config = loadConfig(coreEnv());
+    const asked: DenseQuery[] = [];
+    const observed = new Proxy(refStore, {
+      get(target, prop, receiver) {
+        if (prop === "denseSearch") return (q: DenseQuery) => (asked.push(q), target.denseSearch(q));
+        const v: unknown = Reflect.get(target, prop, receiver);
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const minStars = 1000;
+    const engine = SearchEngine.fromConfig(config, observed, {
+      candidates: { lexical: 5, dense: 5, popular: null, densePopular: { minStars, limit: 8 } },
+    });
+    await engine.sync();
+    try {
+      const query = "library for building web applications";
+      const pool = await engine.pool(query, toStoreFilter(applyFilterDefaults({ excludeArchived: true }), new Date()), understandQuery(query));
+      assert.equal(asked.length, 2);
+      const [near, famous] = asked as [DenseQuery, DenseQuery];
+      assert.equal(near.limit, 5);
+      assert.equal(famous.limit, 8);
+      // The reference: an exact scan over the popular rows the request's filter admits.
+      const reference = await refStore.denseSearch({ vector: famous.vector, filter: famous.filter, limit: 8, exact: true });
+      assert.ok(reference.length > 0, "the fixture index holds popular repositories");
+      const inPool = new Set(pool.candidates.map((c) => c.payload.key));
+      for (const h of reference) {
+        assert.ok(inPool.has(h.payload.key), `${h.payload.key} missing from the pool`);
+        assert.ok((h.payload.stars ?? 0) >= minStars && h.payload.isArchived !== true, h.payload.key);
+      }
+      // Popular candidates beyond the nearest of all are ranked after them in the dense list.
+      const popularOnly = pool.candidates.filter((c) => c.denseRank !== null && c.denseRank >= 5);
+      assert.ok(popularOnly.every((c) => (c.payload.stars ?? 0) >= minStars));
+    } finally {
+      await engine.close();
     }
   });
 });

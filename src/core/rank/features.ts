@@ -47,6 +47,7 @@ export const FEATURES = [
   "forks",
   "mentions",
   "fame_rank",
+  "dense_fame_rank",
   "pushed_years",
   "archived",
   "language_match",
@@ -65,6 +66,12 @@ const IX = Object.fromEntries(FEATURES.map((f, i) => [f, i])) as Record<FeatureN
  * the best-known project among the ones that say what was asked.
  */
 const WELL_MATCHED = 0.75;
+/**
+ * The same for meaning: dense_fame_rank ranks by fame the candidates whose cosine is at least this
+ * share of the pool's best. A famous project whose own words miss the query ("Official mirror of
+ * Blender" for "3d modeling and animation software") can still be among the closest in meaning.
+ */
+const WELL_MEANT = 0.9;
 
 /** Rank given to a candidate a retriever did not return (one past its list). */
 const MISSING_RANK = 256;
@@ -110,6 +117,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
   let coverageTop = 0;
   for (let i = 0; i < n; i++) coverageTop = Math.max(coverageTop, ex.coverage[i]!);
   const fameRank = famousAmongMatching(cands, ex.coverage, coverageTop * WELL_MATCHED);
+  const denseFameRank = ex.dense && denseTop > 0 ? famousAmongMatching(cands, ex.dense, denseTop * WELL_MEANT) : null;
   const u = ctx.understanding;
   const q = [
     ex.terms.length,
@@ -136,6 +144,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.coverage] = ex.coverage[i]!;
     row[IX.coverage_gap] = coverageTop - ex.coverage[i]!;
     row[IX.fame_rank] = Math.log2(2 + fameRank[i]!);
+    row[IX.dense_fame_rank] = Math.log2(2 + (denseFameRank ? denseFameRank[i]! : MISSING_RANK));
     const names = nameMatch(p, queryTerms, queryForm, queryLower);
     row[IX.name_match] = names.match;
     row[IX.name_exact] = names.exact;
@@ -160,9 +169,9 @@ function fame(p: RepoPayload): number {
   return Math.log1p(p.stars ?? 0) + Math.log1p(p.mentions);
 }
 
-/** Per candidate: its rank by fame among those covering at least `minCoverage` of the query, else MISSING_RANK. */
-function famousAmongMatching(cands: readonly RankCandidate[], coverage: Float32Array, minCoverage: number): Int32Array {
-  const matching = cands.map((_, i) => i).filter((i) => coverage[i]! > 0 && coverage[i]! >= minCoverage);
+/** Per candidate: its rank by fame among those whose `match` (coverage or cosine) is at least `minMatch`, else MISSING_RANK. */
+function famousAmongMatching(cands: readonly RankCandidate[], match: Float32Array, minMatch: number): Int32Array {
+  const matching = cands.map((_, i) => i).filter((i) => match[i]! > 0 && match[i]! >= minMatch);
   matching.sort((a, b) => fame(cands[b]!.payload) - fame(cands[a]!.payload) || a - b);
   const rank = new Int32Array(cands.length).fill(MISSING_RANK);
   matching.forEach((i, r) => (rank[i] = r));
