@@ -113,7 +113,8 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
   let denseTop = 0;
   if (ex.dense) for (let i = 0; i < n; i++) denseTop = Math.max(denseTop, ex.dense[i]!);
   let starsTop = 0;
-  for (const c of cands) starsTop = Math.max(starsTop, Math.log1p(c.payload.stars ?? 0));
+  for (const c of cands) starsTop = Math.max(starsTop, factsOf(c.payload).stars);
+  const nowMs = ctx.now.getTime();
   let coverageTop = 0;
   for (let i = 0; i < n; i++) coverageTop = Math.max(coverageTop, ex.coverage[i]!);
   const fameRank = famousAmongMatching(cands, ex.coverage, coverageTop * WELL_MATCHED);
@@ -148,31 +149,57 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     const names = nameMatch(p, queryTerms, queryForm, queryLower);
     row[IX.name_match] = names.match;
     row[IX.name_exact] = names.exact;
-    const stars = p.stars === null ? -1 : Math.log1p(p.stars);
-    row[IX.stars] = stars;
-    row[IX.stars_gap] = starsTop - Math.max(0, stars);
-    row[IX.forks] = p.forks === null ? -1 : Math.log1p(p.forks);
-    row[IX.mentions] = Math.log1p(p.mentions);
-    row[IX.pushed_years] = p.pushedAt === null ? -1 : Math.max(0, (ctx.now.getTime() - Date.parse(p.pushedAt)) / YEAR_MS);
+    const facts = factsOf(p);
+    row[IX.stars] = facts.stars;
+    row[IX.stars_gap] = starsTop - Math.max(0, facts.stars);
+    row[IX.forks] = facts.forks;
+    row[IX.mentions] = facts.mentions;
+    row[IX.pushed_years] = facts.pushedMs === null ? -1 : Math.max(0, (nowMs - facts.pushedMs) / YEAR_MS);
     row[IX.archived] = p.isArchived === null ? -1 : p.isArchived ? 1 : 0;
     row[IX.language_match] = u.language === null || p.languageLc === null ? 0 : p.languageLc === u.language ? 1 : -1;
     row[IX.category_match] = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
     row[IX.category_listy] = p.category === "curated-list" || p.category === "educational" ? 1 : 0;
-    row[IX.description_words] = p.description ? Math.min(100, p.description.split(/\s+/).length) : 0;
+    row[IX.description_words] = facts.descriptionWords;
     row[IX.topics] = Math.min(20, p.topics.length);
   }
   return out;
 }
 
-/** Fame of a repository: its stars and how many repositories mention it, on log scales. */
-function fame(p: RepoPayload): number {
-  return Math.log1p(p.stars ?? 0) + Math.log1p(p.mentions);
+/** What a payload says regardless of the query, computed once: payloads live as long as their index version. */
+interface PayloadFacts {
+  /** log1p(stars), -1 when unknown. */
+  readonly stars: number;
+  readonly forks: number;
+  readonly mentions: number;
+  /** Stars and how many repositories mention it, on log scales. */
+  readonly fame: number;
+  readonly pushedMs: number | null;
+  readonly descriptionWords: number;
+}
+
+const factsCache = new WeakMap<RepoPayload, PayloadFacts>();
+
+function factsOf(p: RepoPayload): PayloadFacts {
+  let facts = factsCache.get(p);
+  if (!facts) {
+    facts = {
+      stars: p.stars === null ? -1 : Math.log1p(p.stars),
+      forks: p.forks === null ? -1 : Math.log1p(p.forks),
+      mentions: Math.log1p(p.mentions),
+      fame: Math.log1p(p.stars ?? 0) + Math.log1p(p.mentions),
+      pushedMs: p.pushedAt === null ? null : Date.parse(p.pushedAt),
+      descriptionWords: p.description ? Math.min(100, p.description.split(/\s+/).length) : 0,
+    };
+    factsCache.set(p, facts);
+  }
+  return facts;
 }
 
 /** Per candidate: its rank by fame among those whose `match` (coverage or cosine) is at least `minMatch`, else MISSING_RANK. */
 function famousAmongMatching(cands: readonly RankCandidate[], match: Float32Array, minMatch: number): Int32Array {
   const matching = cands.map((_, i) => i).filter((i) => match[i]! > 0 && match[i]! >= minMatch);
-  matching.sort((a, b) => fame(cands[b]!.payload) - fame(cands[a]!.payload) || a - b);
+  const fame = matching.length > 1 ? Float64Array.from(cands, (c) => factsOf(c.payload).fame) : null;
+  if (fame) matching.sort((a, b) => fame[b]! - fame[a]! || a - b);
   const rank = new Int32Array(cands.length).fill(MISSING_RANK);
   matching.forEach((i, r) => (rank[i] = r));
   return rank;

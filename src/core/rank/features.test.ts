@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { describe, it } from "vitest";
+import type { RepoPayload } from "../../dataset/record.js";
+import { LEXICAL_FIELDS } from "../../store/bm25f.js";
+import { extractFeatures, FEATURES, type QueryContext, type RankCandidate } from "./features.js";
+
+function payload(name: string, extra: Partial<RepoPayload> = {}): RepoPayload {
+  return {
+    key: name.toLowerCase(),
+    name,
+    url: null,
+    description: "a tool",
+    stars: 100,
+    forks: null,
+    language: null,
+    topics: [],
+    pushedAt: null,
+    isArchived: false,
+    homepage: null,
+    license: null,
+    createdAt: null,
+    readme: null,
+    tree: null,
+    llmsTxtPaths: null,
+    lastSeen: null,
+    aliases: [],
+    languageLc: null,
+    category: null,
+    hash: "",
+    aliasKeys: [],
+    anchor: null,
+    mentions: 0,
+    ...extra,
+  };
+}
+
+function context(now: string, cosines: number[]): QueryContext {
+  const n = cosines.length;
+  return {
+    text: "tool",
+    understanding: { language: null, categories: [], notes: [] },
+    explanation: {
+      fields: new Float32Array(n * LEXICAL_FIELDS.length),
+      coverage: new Float32Array(n),
+      terms: [{ term: "tool", idf: 2 }],
+      dense: Float32Array.from(cosines),
+    },
+    lexicalTop: 0,
+    lexicalTenth: 0,
+    now: new Date(now),
+  };
+}
+
+const cand = (p: RepoPayload): RankCandidate => ({ payload: p, lexical: null, lexicalRank: null, denseRank: 0 });
+const feature = (rows: Float32Array, row: number, name: (typeof FEATURES)[number]) => rows[row * FEATURES.length + FEATURES.indexOf(name)]!;
+
+describe("ranking features", () => {
+  it("a payload's query-independent facts are reused across searches, while time-dependent ones follow each search's clock", () => {
+    const p = payload("a/old", { pushedAt: "2024-01-01T00:00:00Z", description: "one two three", stars: 999 });
+    const first = extractFeatures(context("2025-01-01T00:00:00Z", [0.5]), [cand(p)]);
+    const later = extractFeatures(context("2026-01-01T00:00:00Z", [0.5]), [cand(p)]);
+    assert.ok(Math.abs(feature(first, 0, "pushed_years") - 366 / 365.25) < 1e-3);
+    assert.ok(Math.abs(feature(later, 0, "pushed_years") - 731 / 365.25) < 1e-3);
+    assert.equal(feature(later, 0, "description_words"), 3);
+    assert.ok(Math.abs(feature(later, 0, "stars") - Math.log(1000)) < 1e-5);
+  });
+
+  it("dense_fame_rank ranks by fame the candidates close in meaning (cosine ≥ 0.9 × the best); the others are missing", () => {
+    const near = payload("a/near", { stars: 10 });
+    const famousNear = payload("a/famous-near", { stars: 50_000 });
+    const famousFar = payload("a/famous-far", { stars: 90_000 });
+    const rows = extractFeatures(context("2026-01-01T00:00:00Z", [0.8, 0.75, 0.3]), [cand(near), cand(famousNear), cand(famousFar)]);
+    assert.equal(feature(rows, 1, "dense_fame_rank"), Math.fround(Math.log2(2 + 0)));
+    assert.equal(feature(rows, 0, "dense_fame_rank"), Math.fround(Math.log2(2 + 1)));
+    assert.equal(feature(rows, 2, "dense_fame_rank"), Math.fround(Math.log2(2 + 256)));
+  });
+});
