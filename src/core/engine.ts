@@ -58,10 +58,10 @@ export const POPULAR_CANDIDATES = { minStars: 5000, limit: 50 } as const;
  * ("Official mirror of Blender", "The Julia Programming Language"), so neither lexical channel reaches
  * them for "open source 3d modeling and animation software"; the embedding still places them near
  * what they are. On the head set it lifts the share of queries with an answer in the pool from 0.937
- * to 0.964 (docs/ranking.md). About 11,400 rows qualify: an exact int8 scan, ~0.45 ms a search
- * (docs/performance.md).
+ * to 0.968 (docs/ranking.md). About 5,400 rows qualify: an exact int8 scan, ~0.15–0.25 ms a search
+ * (docs/performance.md). The ranker did better held out with this bound than with 5,000.
  */
-export const DENSE_POPULAR_CANDIDATES = { minStars: 5000, limit: 50 } as const;
+export const DENSE_POPULAR_CANDIDATES = { minStars: 10_000, limit: 50 } as const;
 /** The spec's rerank candidate pool. */
 export const RERANK_POOL = 100;
 export const DEFAULT_LIMIT = 10;
