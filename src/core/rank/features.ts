@@ -146,10 +146,10 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.coverage_gap] = coverageTop - ex.coverage[i]!;
     row[IX.fame_rank] = Math.log2(2 + fameRank[i]!);
     row[IX.dense_fame_rank] = Math.log2(2 + (denseFameRank ? denseFameRank[i]! : MISSING_RANK));
-    const names = nameMatch(p, queryTerms, queryForm, queryLower);
+    const facts = factsOf(p);
+    const names = nameMatch(facts.names, queryTerms, queryForm, queryLower);
     row[IX.name_match] = names.match;
     row[IX.name_exact] = names.exact;
-    const facts = factsOf(p);
     row[IX.stars] = facts.stars;
     row[IX.stars_gap] = starsTop - Math.max(0, facts.stars);
     row[IX.forks] = facts.forks;
@@ -165,7 +165,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
   return out;
 }
 
-/** What a payload says regardless of the query, computed once: payloads live as long as their index version. */
+/** What a payload says regardless of the query, computed once: payloads live as long as their index version, and searches repeat them. */
 interface PayloadFacts {
   /** log1p(stars), -1 when unknown. */
   readonly stars: number;
@@ -175,6 +175,8 @@ interface PayloadFacts {
   readonly fame: number;
   readonly pushedMs: number | null;
   readonly descriptionWords: number;
+  /** Its own name and its aliases, analysed. */
+  readonly names: readonly NameParts[];
 }
 
 const factsCache = new WeakMap<RepoPayload, PayloadFacts>();
@@ -189,6 +191,10 @@ function factsOf(p: RepoPayload): PayloadFacts {
       fame: Math.log1p(p.stars ?? 0) + Math.log1p(p.mentions),
       pushedMs: p.pushedAt === null ? null : Date.parse(p.pushedAt),
       descriptionWords: p.description ? Math.min(100, p.description.split(/\s+/).length) : 0,
+      names: [p.name, ...p.aliases].map((full) => {
+        const repo = full.slice(full.indexOf("/") + 1);
+        return { lower: full.toLowerCase(), form: nameForm(repo), words: analyze(repo) };
+      }),
     };
     factsCache.set(p, facts);
   }
@@ -210,10 +216,10 @@ function famousAmongMatching(cands: readonly RankCandidate[], match: Float32Arra
  * part of its own name or an alias) that the query holds; `exact` is 1 when the query is the name
  * ("next.js" for vercel/next.js) or contains `owner/repo` of any of its names.
  */
-function nameMatch(p: RepoPayload, queryTerms: ReadonlySet<string>, queryForm: string, queryLower: string): { match: number; exact: number } {
+function nameMatch(names: readonly NameParts[], queryTerms: ReadonlySet<string>, queryForm: string, queryLower: string): { match: number; exact: number } {
   let match = 0;
   let exact = 0;
-  for (const n of namesOf(p)) {
+  for (const n of names) {
     if (queryLower.includes(n.lower) || (queryForm !== "" && n.form === queryForm)) exact = 1;
     if (n.words.length) {
       let hit = 0;
@@ -231,19 +237,4 @@ interface NameParts {
   readonly form: string;
   /** The repository part's analysed words. */
   readonly words: readonly string[];
-}
-
-/** A payload's names, analysed once: payloads live as long as their index version, and searches repeat them. */
-const nameCache = new WeakMap<RepoPayload, readonly NameParts[]>();
-
-function namesOf(p: RepoPayload): readonly NameParts[] {
-  let names = nameCache.get(p);
-  if (!names) {
-    names = [p.name, ...p.aliases].map((full) => {
-      const repo = full.slice(full.indexOf("/") + 1);
-      return { lower: full.toLowerCase(), form: nameForm(repo), words: analyze(repo) };
-    });
-    nameCache.set(p, names);
-  }
-  return names;
 }
