@@ -1,13 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "vitest";
-import { rec } from "../../test/support/test-records.js";
-import type { RepoPayload } from "../dataset/record.js";
+import { payload } from "../../test/support/test-records.js";
 import { seedText } from "./similar.js";
-
-function payload(name: string, description: string | null, extra: Partial<RepoPayload> = {}): RepoPayload {
-  const r = rec(name, description, extra);
-  return { ...r, languageLc: null, category: null, hash: "h", aliasKeys: r.aliases.map((a) => a.toLowerCase()), anchor: null, mentions: 0, ...extra };
-}
 
 describe("seedText: what a repository is, as lexical query text", () => {
   it("topics and description, without the words of its own names (current and former)", () => {

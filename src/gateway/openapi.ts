@@ -452,15 +452,20 @@ const commonResponses = {
   "503": { $ref: "#/components/responses/RateLimitUnavailable" },
 } as const;
 
+/** The refusals of an authenticated operation; `notFound` names its 404 response. */
+function errorResponses(notFound: "NotFound" | "RepositoryNotFound") {
+  return {
+    "400": { $ref: "#/components/responses/ValidationError" },
+    "401": { $ref: "#/components/responses/AuthError" },
+    "403": { $ref: "#/components/responses/Forbidden" },
+    "404": { $ref: `#/components/responses/${notFound}` },
+    ...commonResponses,
+    "502": { $ref: "#/components/responses/ExternalServiceError" },
+  } as const;
+}
+
 /** The refusals of the two operations that name one repository (similar, the card). */
-const repositoryErrorResponses = {
-  "400": { $ref: "#/components/responses/ValidationError" },
-  "401": { $ref: "#/components/responses/AuthError" },
-  "403": { $ref: "#/components/responses/Forbidden" },
-  "404": { $ref: "#/components/responses/RepositoryNotFound" },
-  ...commonResponses,
-  "502": { $ref: "#/components/responses/ExternalServiceError" },
-} as const;
+const repositoryErrorResponses = errorResponses("RepositoryNotFound");
 
 export const openApiDocument: OpenApiDocument = {
   openapi: "3.1.0",
@@ -530,12 +535,7 @@ export const openApiDocument: OpenApiDocument = {
             headers: { ...rateLimitHeaders, "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } },
             content: { "application/json": { schema: ref("SearchResponse") } },
           },
-          "400": { $ref: "#/components/responses/ValidationError" },
-          "401": { $ref: "#/components/responses/AuthError" },
-          "403": { $ref: "#/components/responses/Forbidden" },
-          "404": { $ref: "#/components/responses/NotFound" },
-          ...commonResponses,
-          "502": { $ref: "#/components/responses/ExternalServiceError" },
+          ...errorResponses("NotFound"),
         },
       },
     },

@@ -1,38 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "vitest";
+import { payload } from "../../../test/support/test-records.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import { LEXICAL_FIELDS } from "../../store/bm25f.js";
 import { extractFeatures, FEATURES, type QueryContext, type RankCandidate } from "./features.js";
-
-function payload(name: string, extra: Partial<RepoPayload> = {}): RepoPayload {
-  return {
-    key: name.toLowerCase(),
-    name,
-    url: null,
-    description: "a tool",
-    stars: 100,
-    forks: null,
-    language: null,
-    topics: [],
-    pushedAt: null,
-    isArchived: false,
-    homepage: null,
-    license: null,
-    createdAt: null,
-    readme: null,
-    tree: null,
-    llmsTxtPaths: null,
-    lastSeen: null,
-    aliases: [],
-    languageLc: null,
-    category: null,
-    hash: "",
-    aliasKeys: [],
-    anchor: null,
-    mentions: 0,
-    ...extra,
-  };
-}
 
 function context(now: string, cosines: number[]): QueryContext {
   const n = cosines.length;
@@ -56,7 +27,7 @@ const feature = (rows: Float32Array, row: number, name: (typeof FEATURES)[number
 
 describe("ranking features", () => {
   it("a payload's query-independent facts are reused across searches, while time-dependent ones follow each search's clock", () => {
-    const p = payload("a/old", { pushedAt: "2024-01-01T00:00:00Z", description: "one two three", stars: 999 });
+    const p = payload("a/old", "one two three", { pushedAt: "2024-01-01T00:00:00Z", stars: 999 });
     const first = extractFeatures(context("2025-01-01T00:00:00Z", [0.5]), [cand(p)]);
     const later = extractFeatures(context("2026-01-01T00:00:00Z", [0.5]), [cand(p)]);
     assert.ok(Math.abs(feature(first, 0, "pushed_years") - 366 / 365.25) < 1e-3);
@@ -66,9 +37,9 @@ describe("ranking features", () => {
   });
 
   it("dense_fame_rank ranks by fame the candidates close in meaning (cosine ≥ 0.9 × the best); the others are missing", () => {
-    const near = payload("a/near", { stars: 10 });
-    const famousNear = payload("a/famous-near", { stars: 50_000 });
-    const famousFar = payload("a/famous-far", { stars: 90_000 });
+    const near = payload("a/near", "a tool", { stars: 10 });
+    const famousNear = payload("a/famous-near", "a tool", { stars: 50_000 });
+    const famousFar = payload("a/famous-far", "a tool", { stars: 90_000 });
     const rows = extractFeatures(context("2026-01-01T00:00:00Z", [0.8, 0.75, 0.3]), [cand(near), cand(famousNear), cand(famousFar)]);
     assert.equal(feature(rows, 1, "dense_fame_rank"), Math.fround(Math.log2(2 + 0)));
     assert.equal(feature(rows, 0, "dense_fame_rank"), Math.fround(Math.log2(2 + 1)));
