@@ -146,13 +146,18 @@ const FIXTURES: readonly Record<string, unknown>[] = [
   },
 ];
 const FIXTURE_NAMES = FIXTURES.map((f) => String(f.name));
+/**
+ * Named, not described, after the fixtures' word, and described in words no other record uses: a
+ * mention of the zorblax project, or a common word that shifts the idf of another project's anchor
+ * terms, changes that project's evidence and re-embeds it too (src/corpus/anchors.ts).
+ */
 const NEWCOMER_FIXTURE = {
   name: NEWCOMER,
-  description: "A zorblax newcomer library added by a later index run",
+  description: "Newcomer frobwidget qelpmatic",
   stars: 5,
   forks: 1,
   language: "Go",
-  topics: ["zorblax"],
+  topics: ["newcomer"],
   pushedAt: RECENT,
   isArchived: false,
 };

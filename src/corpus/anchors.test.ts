@@ -37,6 +37,42 @@ test("a common word that happens to be a repository name is not a mention (lower
   assert.equal(projectEvidence(records).evidence.get("acme/library"), undefined);
 });
 
+test("a coined name is a name however it is written: lowercase pytest is the project, lowercase library is a word", () => {
+  const records = [
+    rec("pytest-dev/pytest", "The pytest framework", { stars: 14_000 }),
+    rec("acme/library", "A library", { stars: 50_000 }),
+    ...mentions(4, (i) => `Fixtures ${i} for pytest with database snapshots`),
+    ...mentions(4, (i) => `Parsing library number ${i} for dates`),
+  ];
+  const { evidence } = projectEvidence(records);
+  assert.equal(evidence.get("pytest-dev/pytest")?.mentions, 4);
+  assert.ok(evidence.get("pytest-dev/pytest")!.anchor!.split(" ").includes("fixtures"));
+  assert.equal(evidence.get("acme/library"), undefined);
+});
+
+test("a name written as common English words needs capitals: lowercase no-code is a phrase, not kelseyhightower/nocode", () => {
+  const records = [
+    rec("kelseyhightower/nocode", "The best way to write secure software", { stars: 60_000 }),
+    ...mentions(6, (i) => `A no code builder ${i} for forms`),
+  ];
+  assert.equal(projectEvidence(records).evidence.get("kelseyhightower/nocode"), undefined);
+});
+
+test("an organisation named after a project is the name's home at 1.5× the next holder, others need 3×", () => {
+  const tmux = [
+    rec("tmux/tmux", "tmux source code", { stars: 48_000 }),
+    rec("gpakosz/.tmux", "Oh my configuration: pretty and versatile", { stars: 25_000 }),
+    ...mentions(4, (i) => `Session ${i} manager plugin for Tmux panes`),
+  ];
+  assert.equal(projectEvidence(tmux).evidence.get("tmux/tmux")?.mentions, 4);
+  const widget = [
+    rec("a/widget", "Widgets", { stars: 48_000 }),
+    rec("b/widget", "Other widgets", { stars: 25_000 }),
+    ...mentions(4, (i) => `Theme ${i} for Widget`),
+  ];
+  assert.equal(projectEvidence(widget).evidence.get("a/widget"), undefined);
+});
+
 test("a name used far more often than its holder's fame explains names something else", () => {
   const records = [rec("dockur/macos", "macOS inside a Docker container", { stars: 1_000 }), ...mentions(40, (i) => `Menu bar app ${i} for macOS`)];
   // 1,000 stars for 40 mentions is 25 per mention, below the 30 a name's holder needs.

@@ -7,12 +7,18 @@
  * manager) in the vocabulary searchers use, which its own one-line description often lacks.
  *
  * 1. Names. A project name is the word form of a repository part ("next.js" → `nextjs`) held by one
- *    dominant repository: ≥ 500 stars and ≥ 3× the stars of the next repository with that form.
- *    Programming languages are not projects ("Python" names the language, not TheAlgorithms/Python).
- * 2. Proper nouns only. A form is used as a name when the corpus writes it capitalised where it is not
- *    the first word of a description ("for React", "a Kubernetes operator") at least half the time.
- *    This drops common words that happen to be repository names: "library" is capitalised 11% of the
- *    time, "terminal" 11%, "open" 25%; "Kubernetes" 92%, "Laravel" 94%.
+ *    dominant repository: ≥ 500 stars and ≥ 3× the stars of the next repository with that form, or
+ *    ≥ 1.5× when its owner is named after it (tmux/tmux over gpakosz/.tmux, redis/redis over an old
+ *    redis-io/redis copy, nodejs/node over base/node: an organisation named after a project is the
+ *    name's home). Programming languages are not projects ("Python" names the language, not
+ *    TheAlgorithms/Python).
+ * 2. Proper nouns or coined words. A form is used as a name when the corpus writes it capitalised
+ *    where it is not the first word of a description ("for React", "a Kubernetes operator") at least
+ *    half the time, or when it is mostly written as words that are not common English
+ *    (../text/english.ts). The first drops common words that happen to be repository names:
+ *    "library" is capitalised 11% of the time, "terminal" 11%, "container" 17%; "Kubernetes" 92%,
+ *    "Laravel" 94%. The second keeps the tools whose names are written in lowercase: "pytest" is
+ *    capitalised 15% of the time, "git" 36%, "fzf" 5%, "ffmpeg" 49%.
  * 3. Mentions. A repository mentions a project when its description holds the form (one to three
  *    words, joined by nothing, a space, "." or "-"; the longest form wins, so "Next.js" is `nextjs`,
  *    never `next`) or one of its topics is the form.
@@ -30,15 +36,18 @@
  */
 import type { RepoRecord } from "../dataset/record.js";
 import { analyze, STOP_WORDS } from "../text/analyzer.js";
+import { isEnglishWord } from "../text/english.js";
 
 /** Bumped whenever the recipe changes: the evidence is part of every point's content hash. */
-export const ANCHORS_VERSION = 1;
+export const ANCHORS_VERSION = 2;
 
 export const ANCHOR_TERMS = 24;
 const MIN_TARGET_STARS = 500;
 const DOMINANCE = 3;
+const OWN_ORG_DOMINANCE = 1.5;
 const MIN_FORM_LENGTH = 3;
 const MIN_PROPER_RATIO = 0.5;
+const MIN_ENGLISH_RATIO = 0.5;
 const MAX_NGRAM = 3;
 const MIN_MENTIONS = 2;
 const STARS_PER_MENTION = 30;
@@ -136,15 +145,25 @@ function projectNames(records: readonly RepoRecord[]): Map<string, RepoRecord> {
     }
   }
   const names = new Map<string, RepoRecord>();
-  for (const [f, b] of best) if (b.topStars >= MIN_TARGET_STARS && b.topStars >= DOMINANCE * b.second) names.set(f, b.top);
+  for (const [f, b] of best) {
+    const dominance = ownOrg(b.top, f) ? OWN_ORG_DOMINANCE : DOMINANCE;
+    if (b.topStars >= MIN_TARGET_STARS && b.topStars >= dominance * b.second) names.set(f, b.top);
+  }
   return names;
+}
+
+/** Whether the record's owner is named after the form: tmux/tmux, nodejs/node, go-gorm/gorm. */
+function ownOrg(r: RepoRecord, form: string): boolean {
+  return nameForm(r.key.slice(0, r.key.indexOf("/"))).includes(form);
 }
 
 /** Evidence for every project the corpus mentions (see the module comment), by canonical key. */
 export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map<string, ProjectEvidence>; stats: AnchorStats } {
   const names = projectNames(records);
-  // Step 2: how often each form is capitalised where it is not a description's first word.
+  // Step 2: how often each form is capitalised, or written as common English words, where it is not
+  // a description's first word.
   const capital = new Map<string, number>();
+  const english = new Map<string, number>();
   const inner = new Map<string, number>();
   const parsed = records.map((r) => {
     const text = r.description ?? "";
@@ -156,6 +175,7 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
       (form, i, n) => {
         if (i === 0) return;
         inner.set(form, (inner.get(form) ?? 0) + 1);
+        if (ws.slice(i, i + n).every((w) => isEnglishWord(w.text))) english.set(form, (english.get(form) ?? 0) + 1);
         for (let k = i; k < i + n; k++) {
           if (/\p{Lu}/u.test(ws[k]!.text)) {
             capital.set(form, (capital.get(form) ?? 0) + 1);
@@ -170,7 +190,7 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
     if (!names.has(form)) return false;
     const seen = inner.get(form) ?? 0;
     // Forms the descriptions never use mid-sentence are judged by their topics alone.
-    return seen === 0 || (capital.get(form) ?? 0) / seen >= MIN_PROPER_RATIO;
+    return seen === 0 || (capital.get(form) ?? 0) / seen >= MIN_PROPER_RATIO || (english.get(form) ?? 0) / seen < MIN_ENGLISH_RATIO;
   };
 
   // Steps 3 and 4.
