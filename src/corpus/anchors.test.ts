@@ -42,7 +42,7 @@ test("a coined name is a name however it is written: lowercase pytest is the pro
     rec("pytest-dev/pytest", "The pytest framework", { stars: 14_000 }),
     rec("acme/library", "A library", { stars: 50_000 }),
     ...mentions(4, (i) => `Fixtures ${i} for pytest with database snapshots`),
-    ...mentions(4, (i) => `Parsing library number ${i} for dates`),
+    ...Array.from({ length: 4 }, (_, i) => rec(`other${i}/parser-${i}`, `Parsing library number ${i} for dates`, { stars: 10 })),
   ];
   const { evidence } = projectEvidence(records);
   assert.equal(evidence.get("pytest-dev/pytest")?.mentions, 4);
