@@ -4,9 +4,9 @@ import { rec } from "../../test/support/test-records.js";
 import type { RepoRecord } from "../dataset/record.js";
 import { nameForm, projectEvidence } from "./anchors.js";
 
-/** `n` small repositories whose descriptions are made by `describe(i)`. */
-function mentions(n: number, describe: (i: number) => string, extra: Partial<RepoRecord> = {}): RepoRecord[] {
-  return Array.from({ length: n }, (_, i) => rec(`user${i}/project-${i}`, describe(i), { stars: 10, ...extra }));
+/** `n` small repositories `<owner><i>/project-<i>` whose descriptions are made by `describe(i)`. */
+function mentions(n: number, describe: (i: number) => string, extra: Partial<RepoRecord> = {}, owner = "user"): RepoRecord[] {
+  return Array.from({ length: n }, (_, i) => rec(`${owner}${i}/project-${i}`, describe(i), { stars: 10, ...extra }));
 }
 
 test("name forms ignore case and punctuation", () => {
@@ -42,7 +42,7 @@ test("a coined name is a name however it is written: lowercase pytest is the pro
     rec("pytest-dev/pytest", "The pytest framework", { stars: 14_000 }),
     rec("acme/library", "A library", { stars: 50_000 }),
     ...mentions(4, (i) => `Fixtures ${i} for pytest with database snapshots`),
-    ...Array.from({ length: 4 }, (_, i) => rec(`other${i}/parser-${i}`, `Parsing library number ${i} for dates`, { stars: 10 })),
+    ...mentions(4, (i) => `Parsing library number ${i} for dates`, {}, "other"),
   ];
   const { evidence } = projectEvidence(records);
   assert.equal(evidence.get("pytest-dev/pytest")?.mentions, 4);
