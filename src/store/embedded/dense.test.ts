@@ -22,12 +22,12 @@ import {
   usesSimdScans,
   type DenseData,
 } from "./dense.js";
-import { quantizeInt8Bounded } from "./engine-vec.js";
+import { gatherInt8Rows, quantizeInt8Bounded } from "./engine-vec.js";
 import { clusteredVectors, seededRandom } from "../../../test/support/engine-synthetic.js";
 import { randomFilter, randomPayloads, referenceMatches } from "../../../test/support/filter-testkit.js";
 import { HnswGraph } from "./hnsw.js";
 import { PayloadIndex } from "./payload-index.js";
-import { buildSubgraphs, deserializeSubgraphs, materializeSubgraphs, serializeSubgraphs, SUBGRAPH_FIELDS } from "./subgraphs.js";
+import { buildSubgraphs, deserializeSubgraphs, gatherRows, materializeSubgraphs, serializeSubgraphs, SUBGRAPH_FIELDS } from "./subgraphs.js";
 import type { Hit } from "./types.js";
 
 const DIMS = 32;
@@ -123,6 +123,14 @@ describe("boundedScan (int8 first pass, exact re-score)", () => {
       const k = [1, 10, 50][t % 3]!;
       assert.deepEqual(boundedScan(DATA, q8, q, k, allow), exactSearch(DATA, q, k, allow));
     }
+  });
+
+  it("gathers a subset's codes and bounds equal to quantising the gathered subset", () => {
+    const q8 = quantizeInt8Bounded(VECTORS, DIMS, N);
+    const rows = Int32Array.from({ length: N }, (_, i) => i).filter((r) => r % 7 === 3 || r === N - 1);
+    const direct = quantizeInt8Bounded(gatherRows(VECTORS, DIMS, rows), DIMS, rows.length);
+    assert.deepEqual(gatherInt8Rows(q8, DIMS, rows), direct);
+    assert.throws(() => gatherInt8Rows(q8, DIMS, rows, new Int8Array(DIMS)), /destination has/);
   });
 
   it("keeps ties, zero rows and a zero query exact", () => {
@@ -380,6 +388,19 @@ describe("payload subgraphs (per-value graphs of category and language)", () => 
   );
   const data: DenseData = { ...DATA, subgraphs: materializeSubgraphs(subs, VECTORS, DIMS, N) };
   const opts = { k: 10, ef: 16, fullScanThreshold: 100 };
+
+  it("copies the subgraphs' int8 codes from a prepared segment, with the same answers", () => {
+    const parent: DenseData = { ...DATA, vectors: VECTORS.slice() };
+    prepareDense(parent);
+    const copied: DenseData = { ...parent, subgraphs: materializeSubgraphs(subs, parent.vectors, DIMS, N, parent) };
+    for (const f of copied.subgraphs!) for (const s of f.subs) assert.ok(isDensePrepared(s.data));
+    cats.forEach((c, i) => {
+      const allow = index.evaluate({ must: [{ key: "category", match: { value: c } }] });
+      assert.ok(allow !== null);
+      const q = queryAt(i);
+      assert.deepEqual(denseSearch(copied, q, allow, opts), denseSearch(data, q, allow, opts));
+    });
+  });
 
   it("builds one graph per frequent value and round-trips through serialisation", () => {
     assert.ok(subs.some((s) => s.field === "category") && subs.some((s) => s.field === "languageLc"));

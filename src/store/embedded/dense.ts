@@ -16,7 +16,7 @@
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { Bitset } from "./bitset.js";
 import { MinHeap } from "./engine-heap.js";
-import { dot, dotInt8, quantizeInt8Bounded, quantizeQuery, type BoundedInt8Rows } from "./engine-vec.js";
+import { dot, dotInt8, gatherInt8Rows, quantizeInt8Bounded, quantizeQuery, type BoundedInt8Rows } from "./engine-vec.js";
 import { Int8Scanner, queryCodeMax } from "./int8-kernel.js";
 import type { HnswGraph } from "./hnsw.js";
 import { bestFirst, type Hit } from "./types.js";
@@ -75,6 +75,20 @@ export function prepareDense(data: DenseData, opts: { readonly simd?: boolean } 
   if (quantized.has(data.vectors)) return;
   const scanner = opts.simd === false ? null : Int8Scanner.create(data.count, data.dims);
   quantized.set(data.vectors, { ...quantizeInt8Bounded(data.vectors, data.dims, data.count, scanner?.codes), scanner });
+}
+
+/**
+ * prepareDense for `data` holding the given rows of `parent` (a payload subgraph): when the parent is
+ * prepared, its codes and bounds are copied rather than recomputed (quantisation is per row, so they
+ * are the same). The category and language subgraphs hold most rows twice over, and recomputing
+ * their codes was most of the int8 preparation at load (docs/performance.md).
+ */
+export function prepareDenseRows(data: DenseData, parent: DenseData, rows: Int32Array, opts: { readonly simd?: boolean } = {}): void {
+  if (quantized.has(data.vectors)) return;
+  const src = quantized.get(parent.vectors);
+  if (src === undefined || parent.dims !== data.dims || rows.length !== data.count) return prepareDense(data, opts);
+  const scanner = opts.simd === false ? null : Int8Scanner.create(data.count, data.dims);
+  quantized.set(data.vectors, { ...gatherInt8Rows(src, data.dims, rows, scanner?.codes), scanner });
 }
 
 /** The int8 rows a scan of `rows` allowed rows should read first, or undefined for a plain float32 scan. */

@@ -142,6 +142,28 @@ export function quantizeInt8Bounded(vectors: Float32Array, dims: number, count: 
   return { codes, scales, residuals, norms };
 }
 
+/**
+ * The given rows of already quantised rows, renumbered 0..rows.length-1. Quantisation is per row, so
+ * this equals quantizeInt8Bounded over the gathered float32 rows, at the cost of a copy.
+ * `into`: where the codes go (rows.length × dims).
+ */
+export function gatherInt8Rows(src: BoundedInt8Rows, dims: number, rows: Int32Array, into?: Int8Array): BoundedInt8Rows {
+  const n = rows.length;
+  if (into !== undefined && into.length !== n * dims) throw new RangeError(`gatherInt8Rows: destination has ${into.length} codes, need ${n * dims}`);
+  const codes = into ?? new Int8Array(n * dims);
+  const scales = new Float32Array(n);
+  const residuals = new Float32Array(n);
+  const norms = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const r = rows[i]!;
+    codes.set(src.codes.subarray(r * dims, (r + 1) * dims), i * dims);
+    scales[i] = src.scales[r]!;
+    residuals[i] = src.residuals[r]!;
+    norms[i] = src.norms[r]!;
+  }
+  return { codes, scales, residuals, norms };
+}
+
 /** The smallest float32 ≥ x (a stored bound must never shrink). */
 function roundUp(x: number): number {
   const f = Math.fround(x);

@@ -130,9 +130,11 @@ export class Segment {
     this.embedderId = meta.embedderId;
     this.createdAt = meta.createdAt;
     this.hnswParams = meta.hnsw;
-    this.dense = { vectors, dims: meta.dims, count: meta.count, graph, subgraphs: materializeSubgraphs(subgraphs, vectors, meta.dims, meta.count) };
     // int8 codes with error bounds let exact scans skip most float32 dot products (same results).
-    prepareDense(this.dense);
+    // The segment's first: the subgraphs copy theirs from it.
+    const own: DenseData = { vectors, dims: meta.dims, count: meta.count, graph };
+    prepareDense(own);
+    this.dense = { ...own, subgraphs: materializeSubgraphs(subgraphs, vectors, meta.dims, meta.count, own) };
     this.rankColumns = PackedRankColumns.build(payloads);
     // Built eagerly (~30 ms for 200k ids) so the first retrieve() does not pay for it.
     this.rowById = new Map();

@@ -15,7 +15,7 @@
  */
 import type { RepoPayload } from "../../dataset/record.js";
 import { Bitset } from "./bitset.js";
-import { prepareDense, type DenseData, type SubgraphData, type SubgraphField } from "./dense.js";
+import { prepareDense, prepareDenseRows, type DenseData, type SubgraphData, type SubgraphField } from "./dense.js";
 
 export type { SubgraphField };
 import { HnswGraph, type HnswParams } from "./hnsw.js";
@@ -163,13 +163,15 @@ function align4(n: number): number {
 
 /**
  * Gathers each subgraph's vectors (dims × 4 bytes per row) and row bitsets, and quantises them for
- * int8 walks and scans like the segment's own (prepareDense).
+ * int8 walks and scans like the segment's own (prepareDense), copying the codes from `parent` (the
+ * segment's dense data, already prepared) when given.
  */
-export function materializeSubgraphs(subs: readonly Subgraph[], vectors: Float32Array, dims: number, count: number): SubgraphField[] {
+export function materializeSubgraphs(subs: readonly Subgraph[], vectors: Float32Array, dims: number, count: number, parent?: DenseData): SubgraphField[] {
   const fields = new Map<string, SubgraphData[]>();
   for (const s of subs) {
     const data: DenseData = { vectors: gatherRows(vectors, dims, s.rows), dims, count: s.rows.length, graph: s.graph };
-    prepareDense(data);
+    if (parent) prepareDenseRows(data, parent, s.rows);
+    else prepareDense(data);
     const list = fields.get(s.field) ?? [];
     list.push({ field: s.field, value: s.value, rows: s.rows, rowSet: Bitset.fromIndices(count, s.rows), data });
     fields.set(s.field, list);
