@@ -224,8 +224,17 @@ function evalSection(root: string, glance: Glance[]): Section {
     );
   }
   const dup = obj(j.duplicates);
-  if (dup)
-    lines.push(`Duplicate projects in result lists (top 50): ${int(dup.pairs)} pairs in ${int(dup.listsWithDuplicates)} of ${int(dup.listsChecked)} lists.`);
+  if (dup) {
+    const apart = obj(dup.leftApart);
+    const why = apart ? Object.entries(apart).map(([reason, n]) => `${reason}: ${int(n)}`) : [];
+    lines.push(
+      `Duplicate projects in result lists (top 50): ${int(dup.pairs)} look-alike pairs (same repository name and description) in ` +
+        `${int(dup.listsWithDuplicates)} of ${int(dup.listsChecked)} lists` +
+        (dup.wouldMerge !== undefined ? `; ${int(dup.wouldMerge)} the merge rule would join` : "") +
+        (why.length ? `, the rest kept apart as different projects (${why.join("; ")})` : "") +
+        ".",
+    );
+  }
   if (pool || dup) lines.push("");
 
   const training = obj(j.ranker);

@@ -28,7 +28,7 @@ import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig, projectRoot } from "../src/config/config.js";
-import { descriptionWords } from "../src/corpus/dedup.js";
+import { descriptionWords, genericReason, type GenericReason } from "../src/corpus/dedup.js";
 import { prepareCorpus } from "../src/corpus/prepare.js";
 import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "../src/core/engine.js";
 import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
@@ -307,6 +307,24 @@ async function main(): Promise<void> {
 
   // Duplicate projects in result lists: two results with the same repository part and description
   // (the identity dedup merges by; the groups it leaves alone as generic are listed, not hidden).
+  // Each pair gets the reason the merge rule gives for keeping its group apart ("My dotfiles" of two
+  // people are two projects); a pair with no reason is one the rule would merge, which means the index
+  // was built by another rule or the merge has a bug.
+  const byIdentity = new Map<string, { stars: number | null }[]>();
+  const nameRecords = new Map<string, number>();
+  for (const p of seg.payloads) {
+    const id = identity.get(p.key);
+    if (id) byIdentity.set(id, [...(byIdentity.get(id) ?? []), p]);
+    for (const k of [p.key, ...p.aliasKeys]) {
+      const repo = k.slice(k.indexOf("/") + 1);
+      nameRecords.set(repo, (nameRecords.get(repo) ?? 0) + 1);
+    }
+  }
+  const leftApart = new Map<GenericReason | "would merge", number>();
+  const reasonOf = (id: string) => {
+    const repo = id.slice(0, id.indexOf("\n"));
+    return genericReason(byIdentity.get(id) ?? [], id.slice(id.indexOf("\n") + 1).split(" "), nameRecords.get(repo) ?? 0) ?? "would merge";
+  };
   let dupPairs = 0;
   let listsWithDup = 0;
   let listsChecked = 0;
@@ -322,15 +340,20 @@ async function main(): Promise<void> {
         const first = seen.get(id);
         if (first !== undefined) {
           dup++;
-          dupExamples.add(`${first} = ${k}`);
+          const reason = reasonOf(id);
+          leftApart.set(reason, (leftApart.get(reason) ?? 0) + 1);
+          dupExamples.add(`${first} = ${k} (${reason})`);
         } else seen.set(id, k);
       }
       dupPairs += dup;
       if (dup) listsWithDup++;
     }
   }
+  const wouldMerge = leftApart.get("would merge") ?? 0;
+  leftApart.delete("would merge");
   console.log(
-    `duplicate projects: ${dupPairs} in ${listsWithDup} of ${listsChecked} result lists (top 50, default and rerank runs)${dupExamples.size ? `: ${[...dupExamples].join("; ")}` : ""}`,
+    `duplicate projects: ${dupPairs} look-alike pairs in ${listsWithDup} of ${listsChecked} result lists (top 50, default and rerank runs); ` +
+      `${wouldMerge} the merge rule would join, ${dupPairs - wouldMerge} it keeps apart as different projects${dupExamples.size ? `: ${[...dupExamples].join("; ")}` : ""}`,
   );
 
   console.log("\nper-list nDCG@10 (dev)");
@@ -356,12 +379,35 @@ async function main(): Promise<void> {
     ranker: ranker.training,
     runs,
     poolRecall,
-    duplicates: { pairs: dupPairs, listsWithDuplicates: listsWithDup, listsChecked, examples: [...dupExamples] },
-    tuning: tuning?.summary ?? null,
+    duplicates: {
+      pairs: dupPairs,
+      wouldMerge,
+      leftApart: Object.fromEntries([...leftApart].sort(([a], [b]) => (a < b ? -1 : 1))),
+      listsWithDuplicates: listsWithDup,
+      listsChecked,
+      examples: [...dupExamples],
+    },
+    tuning: tuning?.summary ?? (await earlierTuning(ranker.training)),
     teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null,
   };
   await mkdir(path.join(projectRoot, "results"), { recursive: true });
-  await writeFile(path.join(projectRoot, "results", "eval.json"), JSON.stringify(result, null, 2) + "\n");
+  await writeFile(resultsFile, JSON.stringify(result, null, 2) + "\n");
+}
+
+const resultsFile = path.join(projectRoot, "results", "eval.json");
+
+/**
+ * The tuning curve of the shipped model, from the results of the `--tune` run that wrote it: a run
+ * without `--tune` measures the same model, and its curve stays true. Null when the results file
+ * is missing or records another model.
+ */
+async function earlierTuning(training: Record<string, unknown>): Promise<unknown> {
+  try {
+    const earlier = JSON.parse(await readFile(resultsFile, "utf8")) as { ranker?: unknown; tuning?: unknown };
+    return JSON.stringify(earlier.ranker) === JSON.stringify(training) ? (earlier.tuning ?? null) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Cross-validated training of the ranker, then the final model (see the module comment). */

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "vitest";
 import { rec } from "../../test/support/test-records.js";
 import type { RepoRecord } from "../dataset/record.js";
-import { dedupeProjects } from "./dedup.js";
+import { dedupeProjects, descriptionWords, genericReason } from "./dedup.js";
 
 const react = (name: string, extra: Partial<RepoRecord>) => rec(name, "The library for web and native user interfaces.", extra);
 
@@ -86,6 +86,17 @@ test("generic groups are left alone: personal, large, or short descriptions on c
   assert.equal(d.merged, 0);
   assert.equal(d.records.length, records.length);
   assert.equal(d.skippedGeneric, 4);
+});
+
+test("genericReason names why a look-alike group is left apart, and null for one project", () => {
+  const stars = (...s: number[]) => s.map((n) => ({ stars: n }));
+  const w = descriptionWords;
+  assert.equal(genericReason(stars(...Array<number>(9).fill(5000)), w("Ask me anything about this project"), 9), "large group");
+  assert.equal(genericReason(stars(5000, 10), w("My dotfiles for vim and zsh"), 2), "personal description");
+  assert.equal(genericReason(stars(5000, 10), w("Leetcode solutions"), 10), "short description on a common name");
+  assert.equal(genericReason(stars(99, 10), w("Delphi Cryptography Library"), 2), "short description on little-starred records");
+  assert.equal(genericReason(stars(100, 10), w("Delphi Cryptography Library"), 2), null);
+  assert.equal(genericReason(stars(5000, 10), w("The library for web and native user interfaces."), 30), null);
 });
 
 test("the result does not depend on the order of the records", () => {

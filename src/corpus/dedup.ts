@@ -77,14 +77,22 @@ function cmpDesc(a: string | null, b: string | null): number {
   return a < b ? 1 : -1;
 }
 
-function isGeneric(group: readonly RepoRecord[], words: readonly string[], nameRecords: number): boolean {
-  if (group.length > MAX_GROUP) return true;
-  if (words[0] === "my" || words[0] === "our") return true;
+/** Why records sharing a repository part and description are not one project (see the module comment). */
+export type GenericReason = "large group" | "personal description" | "short description on a common name" | "short description on little-starred records";
+
+/**
+ * Why the group is left alone as generic, or null when it is one project. `words`: its description's
+ * words; `nameRecords`: how many records hold its repository part. The eval uses it to say why two
+ * look-alike results are two projects.
+ */
+export function genericReason(group: readonly { readonly stars: number | null }[], words: readonly string[], nameRecords: number): GenericReason | null {
+  if (group.length > MAX_GROUP) return "large group";
+  if (words[0] === "my" || words[0] === "our") return "personal description";
   if (words.length <= SHORT_DESCRIPTION_WORDS) {
-    if (nameRecords >= COMMON_NAME_RECORDS) return true;
-    if (Math.max(...group.map((r) => r.stars ?? 0)) < MIN_STARS_SHORT) return true;
+    if (nameRecords >= COMMON_NAME_RECORDS) return "short description on a common name";
+    if (Math.max(...group.map((r) => r.stars ?? 0)) < MIN_STARS_SHORT) return "short description on little-starred records";
   }
-  return false;
+  return null;
 }
 
 /** The group ordered canonical first, then the aliases newest first. */
@@ -229,7 +237,7 @@ export function dedupeProjects(records: readonly RepoRecord[]): DedupResult {
   let skippedGeneric = 0;
   for (const [id, g] of groups) {
     if (g.length < 2) continue;
-    if (isGeneric(g, wordsOf.get(id)!, nameRecords.get(repoPart(g[0]!.key))!)) {
+    if (genericReason(g, wordsOf.get(id)!, nameRecords.get(repoPart(g[0]!.key))!) !== null) {
       skippedGeneric++;
       continue;
     }
