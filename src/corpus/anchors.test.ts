@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "vitest";
 import { rec } from "../../test/support/test-records.js";
 import type { RepoRecord } from "../dataset/record.js";
-import { nameForm, projectEvidence } from "./anchors.js";
+import { anchorRepeats, nameForm, projectEvidence } from "./anchors.js";
 
 /** `n` small repositories `<owner><i>/project-<i>` whose descriptions are made by `describe(i)`. */
 function mentions(n: number, describe: (i: number) => string, extra: Partial<RepoRecord> = {}, owner = "user"): RepoRecord[] {
@@ -30,6 +30,17 @@ test("repositories that name a project describe it: its anchor text and mention 
   assert.ok(!terms.includes("kubernetes"), "the name itself is not anchor text");
   assert.ok(!terms.includes("helm"), "a word of a single mentioning repository is not kept");
   assert.equal(evidence.get("someone/unrelated"), undefined);
+});
+
+test("a word more mentioning repositories use is written more often: the anchor's term frequency grows with the log of its count", () => {
+  assert.deepEqual([2, 3, 4, 7, 8, 16, 64].map(anchorRepeats), [1, 1, 2, 2, 3, 4, 6]);
+  const records = [
+    rec("kubernetes/kubernetes", "Production-Grade Container Scheduling and Management", { stars: 120_000 }),
+    ...mentions(8, (i) => `A Kubernetes operator ${i}` + (i < 2 ? " with helm" : "")),
+  ];
+  const words = projectEvidence(records).evidence.get("kubernetes/kubernetes")!.anchor!.split(" ");
+  assert.equal(words.filter((w) => w === "operator").length, 3, "8 repositories say operator");
+  assert.equal(words.filter((w) => w === "helm").length, 1, "2 say helm");
 });
 
 test("a common word that happens to be a repository name is not a mention (lowercase mid-sentence)", () => {

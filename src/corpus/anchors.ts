@@ -29,7 +29,9 @@
  *    react/react 56, kovidgoyal/calibre 2,500).
  * 5. Anchor terms. Over the repositories that mention a project (at least two), each word counts once
  *    per repository; words are ranked by count × idf and the best ANCHOR_TERMS are kept, those of at
- *    least two mentioning repositories. The project's anchor text is those words, best first.
+ *    least two mentioning repositories. The project's anchor text is those words, best first, each
+ *    written anchorRepeats(count) times: as in web search, a word many linking pages use says more
+ *    than one a few use, and BM25 reads that from the term frequency (its saturation bounds it).
  *
  * How much the anchor field and the mention count weigh in ranking is learned (src/core/rank).
  * Deterministic: the result depends only on the set of records.
@@ -39,7 +41,7 @@ import { analyze, STOP_WORDS } from "../text/analyzer.js";
 import { isEnglishWord } from "../text/english.js";
 
 /** Bumped whenever the recipe changes: the evidence is part of every point's content hash. */
-export const ANCHORS_VERSION = 2;
+export const ANCHORS_VERSION = 3;
 
 export const ANCHOR_TERMS = 24;
 const MIN_TARGET_STARS = 500;
@@ -256,11 +258,23 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
       .map(([s, c]) => [s, c * Math.log(n / (1 + (df.get(s) ?? 0)))] as const)
       .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
       .slice(0, ANCHOR_TERMS);
-    const terms = ranked.map(([s]) => mostFrequent(agg.surface.get(s)!));
+    const terms = ranked.map(([s]) =>
+      Array<string>(anchorRepeats(agg.terms.get(s)!))
+        .fill(mostFrequent(agg.surface.get(s)!))
+        .join(" "),
+    );
     evidence.set(key, { anchor: terms.length ? terms.join(" ") : null, mentions: agg.mentions });
     if (terms.length) projects++;
   }
   return { evidence, stats: { names: [...names.keys()].filter(isName).length, projects } };
+}
+
+/**
+ * How often an anchor term is written: 1 + ⌊log2(count / 2)⌋ for the count of mentioning repositories
+ * that use it (2–3 → 1, 4–7 → 2, 8–15 → 3, …), a logarithmic term frequency.
+ */
+export function anchorRepeats(count: number): number {
+  return 1 + Math.floor(Math.log2(Math.max(2, count) / 2));
 }
 
 function mostFrequent(m: ReadonlyMap<string, number>): string {
