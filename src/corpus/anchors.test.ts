@@ -119,3 +119,18 @@ test("deterministic: the same records in another order give the same evidence", 
   const b = projectEvidence([...records].reverse()).evidence;
   assert.deepEqual([...a].sort(), [...b].sort());
 });
+
+test("the anchor lists its terms in one order whatever the corpus size: records that mention nothing do not rewrite it", () => {
+  // Scores are count × idf: "gizmo" (2 mentioners, rare) outscores "widget" (4 mentioners, common) in a
+  // small corpus and not in a large one, where every idf has grown by the same log(n).
+  const records = [
+    rec("acme/zorp", "Zorp engine", { stars: 100_000 }),
+    ...mentions(4, (i) => `A Zorp widget number ${i}` + (i < 2 ? " with gizmo" : "")),
+    ...mentions(20, (i) => `A widget ${i}`, {}, "widgets"),
+  ];
+  const filler = mentions(2000, (i) => `Unrelated note ${i}`, {}, "filler");
+  const small = projectEvidence(records).evidence.get("acme/zorp")!.anchor!;
+  const large = projectEvidence([...records, ...filler]).evidence.get("acme/zorp")!.anchor!;
+  assert.ok(small.includes("widget") && small.includes("gizmo"), small);
+  assert.equal(large, small);
+});

@@ -257,7 +257,10 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
       .filter(([, c]) => c >= 2)
       .map(([s, c]) => [s, c * Math.log(n / (1 + (df.get(s) ?? 0)))] as const)
       .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
-      .slice(0, ANCHOR_TERMS);
+      .slice(0, ANCHOR_TERMS)
+      // Written in term order, not score order: every new record moves every idf by log(n), which
+      // reorders terms of different counts, and a reordered anchor is a changed point to re-embed.
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1));
     const terms = ranked.map(([s]) =>
       Array<string>(anchorRepeats(agg.terms.get(s)!))
         .fill(mostFrequent(agg.surface.get(s)!))
