@@ -12,7 +12,7 @@ import { dedupeProjects, descriptionWords } from "../src/corpus/dedup.js";
 import { readUniqueRecords } from "../src/dataset/reader.js";
 
 interface Label {
-  /** Which sample: "tier1" (equal descriptions; the default) or "tier2" (reworded descriptions). */
+  /** Which sample: "tier1" (equal descriptions; the default), "tier2" (reworded descriptions) or "tier3" (incubator graduations, every pair). */
   readonly sample?: string;
   readonly alias: string;
   readonly canonical: string;
@@ -36,16 +36,22 @@ async function main(): Promise<void> {
   const project = (name: string) => d.aliasOf.get(name.toLowerCase()) ?? name.toLowerCase();
   const words = (s: string | null) => descriptionWords(s ?? "").join(" ");
   const byKey = new Map(records.map((r) => [r.key, r]));
-  // Each tier's share of the merges: tier 2 is an alias whose description differs from its canonical's.
+  // Each tier's share of the merges: tier 3 is an alias whose repository part differs from its canonical's,
+  // tier 2 one whose description differs.
+  const repoPart = (key: string) => key.slice(key.indexOf("/") + 1);
   const tierOf = (alias: string, canonical: string) =>
-    words(byKey.get(alias)?.description ?? null) === words(byKey.get(canonical)?.description ?? null) ? "tier1" : "tier2";
-  const sizes: Record<string, number> = { tier1: 0, tier2: 0 };
+    repoPart(alias) !== repoPart(canonical)
+      ? "tier3"
+      : words(byKey.get(alias)?.description ?? null) === words(byKey.get(canonical)?.description ?? null)
+        ? "tier1"
+        : "tier2";
+  const sizes: Record<string, number> = { tier1: 0, tier2: 0, tier3: 0 };
   for (const [a, c] of d.aliasOf) sizes[tierOf(a, c)]!++;
   const samples: Record<
     string,
     { same: number; different: number; unsure: number; noLongerMerged: number; precision: number; pessimisticPrecision: number; merges: number }
   > = {};
-  for (const name of ["tier1", "tier2"]) {
+  for (const name of ["tier1", "tier2", "tier3"]) {
     const counts = { same: 0, different: 0, unsure: 0 };
     let stale = 0;
     const mine = labels.filter((l) => (l.sample ?? "tier1") === name);
@@ -63,8 +69,9 @@ async function main(): Promise<void> {
     };
   }
   // Overall: each tier's precision weighted by its share of the merges (the samples are not pooled).
-  const total = sizes.tier1! + sizes.tier2!;
-  const precision = total ? (samples.tier1!.precision * sizes.tier1! + samples.tier2!.precision * sizes.tier2!) / total : 0;
+  const tiers = Object.keys(sizes);
+  const total = tiers.reduce((a, t) => a + sizes[t]!, 0);
+  const precision = total ? tiers.reduce((a, t) => a + samples[t]!.precision * sizes[t]!, 0) / total : 0;
   console.log(
     `merges on ${records.length.toLocaleString("en-US")} records: ${d.merged} aliases in ${d.groups} groups (${d.skippedGeneric} generic groups left alone)`,
   );

@@ -32,14 +32,18 @@ export async function datasetLines(n: number, skip = 0): Promise<Record<string, 
 }
 
 /**
- * At most one row per repository name (the part after the owner, case-insensitive): no two rows are
- * one project that the index merges (src/corpus/dedup.ts), so tests that count points count rows.
+ * At most one row per repository name (the part after the owner, case-insensitive, an `incubator-`
+ * prefix dropped): no two rows are one project that the index merges (src/corpus/dedup.ts), so tests
+ * that count points count rows.
  */
 export function oneRecordPerName(rows: readonly Record<string, unknown>[]): Record<string, unknown>[] {
   const seen = new Set<string>();
   return rows.filter((r) => {
     const name = String(r.name);
-    const repo = name.slice(name.indexOf("/") + 1).toLowerCase();
+    const repo = name
+      .slice(name.indexOf("/") + 1)
+      .toLowerCase()
+      .replace(/^incubator-/, "");
     if (seen.has(repo)) return false;
     seen.add(repo);
     return true;

@@ -150,3 +150,39 @@ test("tier 2 joins a tier-1 group to a newer name, and chains of renames end at 
     [["c/tool", ["A2/tool", "a/tool", "b/tool"]]],
   );
 });
+
+test("tier 3: an incubating name joins the graduated one of the same owner, whatever its description", () => {
+  const records = [
+    rec("apache/incubator-doris", "Apache Doris (Incubating)", { stars: 3_240, lastSeen: "2021-05-01T00:00:00.000Z" }),
+    rec("apache/doris", "Apache Doris is a real-time analytics database", { stars: 15_800, lastSeen: "2026-08-22T00:00:00.000Z" }),
+    // Another owner's graduated name is another project.
+    rec("someone/incubator-kit", "Tools for an incubator programme", { stars: 10 }),
+    rec("other/kit", "A kit", { stars: 10 }),
+  ];
+  for (const order of [records, [...records].reverse()]) {
+    const d = dedupeProjects(order);
+    assert.deepEqual(d.records.map((r) => r.key).sort(), ["apache/doris", "other/kit", "someone/incubator-kit"]);
+    assert.deepEqual(d.records.find((r) => r.key === "apache/doris")!.aliases, ["apache/incubator-doris"]);
+    assert.equal(d.aliasOf.get("apache/incubator-doris"), "apache/doris");
+  }
+});
+
+test("tier 3 joins whole groups: an incubating name with its own old copies lands in the graduated group", () => {
+  const d = dedupeProjects([
+    rec("apache/incubator-superset", "Apache Superset is a Data Visualization and Data Exploration Platform", {
+      stars: 31_732,
+      lastSeen: "2019-01-01T00:00:00.000Z",
+    }),
+    rec("airbnb/incubator-superset", "Apache Superset is a Data Visualization and Data Exploration Platform", {
+      stars: 20_000,
+      lastSeen: "2018-01-01T00:00:00.000Z",
+    }),
+    rec("apache/superset", "Apache Superset is a Data Visualization and Data Exploration Platform", { stars: 74_368, lastSeen: "2026-08-22T00:00:00.000Z" }),
+  ]);
+  assert.deepEqual(
+    d.records.map((r) => r.key),
+    ["apache/superset"],
+  );
+  assert.deepEqual([...d.records[0]!.aliases].sort(), ["airbnb/incubator-superset", "apache/incubator-superset"]);
+  assert.equal(d.groups, 1);
+});

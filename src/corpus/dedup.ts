@@ -12,7 +12,8 @@
  *
  * A second tier catches renames whose description was edited on the way: same repository part, the
  * older description's words all in the newer one's, and the older name no longer seen for months
- * (mergeReworded).
+ * (mergeReworded). A third joins an incubating name to the graduated one of the same owner
+ * (`apache/incubator-superset` → `apache/superset`: mergeGraduated).
  *
  * Same name and description is weak evidence when both are generic: 119 repositories named `ama` say
  * "Ask me anything!", and "My dotfiles" is everyone's. A group is left alone when it is large, when its
@@ -25,7 +26,7 @@
 import type { RepoRecord } from "../dataset/record.js";
 
 /** Bumped whenever the grouping rule changes: it is part of every point's content hash. */
-export const DEDUP_VERSION = 2;
+export const DEDUP_VERSION = 3;
 
 /** Groups larger than this are many people's same-named repositories, not one project. */
 export const MAX_GROUP = 8;
@@ -210,6 +211,39 @@ function rewords(old: Unit, newer: Unit): boolean {
   return short.every((w) => have.has(w));
 }
 
+/** Tier 3: the prefix an incubating project's repository carries until it graduates. */
+const INCUBATOR_PREFIX = "incubator-";
+
+/**
+ * Tier 3: `owner/incubator-x` and `owner/x` are one project, renamed when it left the incubator. The
+ * dataset holds 32 such pairs, all under `apache` (superset, echarts, airflow, dubbo, druid …), each
+ * the same project on inspection, though descriptions were often rewritten on graduation ("Apache Doris
+ * (Incubating)" → "Apache Doris is a real-time analytics …"), so the tiers above miss them. Joins the
+ * two records' clusters (or the records themselves), in key order so the result is order-independent.
+ */
+function mergeGraduated(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
+  const byKey = new Map(records.map((r) => [r.key, r]));
+  const clusterOf = new Map<string, RepoRecord[]>();
+  for (const c of clusters) for (const r of c) clusterOf.set(r.key, c);
+  const incubating = records.filter((r) => repoPart(r.key).startsWith(INCUBATOR_PREFIX)).sort((a, b) => (a.key < b.key ? -1 : 1));
+  for (const r of incubating) {
+    const graduated = byKey.get(`${r.key.slice(0, r.key.indexOf("/"))}/${repoPart(r.key).slice(INCUBATOR_PREFIX.length)}`);
+    if (!graduated) continue;
+    const from = clusterOf.get(r.key) ?? [r];
+    let to = clusterOf.get(graduated.key);
+    if (from === to) continue;
+    if (!to) {
+      to = [graduated];
+      clusters.push(to);
+      clusterOf.set(graduated.key, to);
+    }
+    to.push(...from);
+    for (const x of from) clusterOf.set(x.key, to);
+    const i = clusters.indexOf(from);
+    if (i >= 0) clusters.splice(i, 1);
+  }
+}
+
 /** Merges duplicate projects (see the module comment). `records` must have unique keys. */
 export function dedupeProjects(records: readonly RepoRecord[]): DedupResult {
   const nameRecords = new Map<string, number>();
@@ -246,6 +280,8 @@ export function dedupeProjects(records: readonly RepoRecord[]): DedupResult {
   }
   // Tier 2: a description reworded around the same words, on a name gone stale (see the module comment).
   mergeReworded(records, clusters, inCluster, nameRecords);
+  // Tier 3: an incubating name joins the graduated one.
+  mergeGraduated(records, clusters);
   const canonical = new Map<string, RepoRecord>();
   const aliasOf = new Map<string, string>();
   for (const c of clusters) {
