@@ -8,6 +8,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { createGunzip } from "node:zlib";
 import { defaultDatasetPath, projectRoot } from "../src/config/config.js";
+import { INCUBATOR_PREFIX } from "../src/corpus/dedup.js";
 
 export const CLI = path.join(projectRoot, "bin", "reposearch.js");
 
@@ -32,18 +33,16 @@ export async function datasetLines(n: number, skip = 0): Promise<Record<string, 
 }
 
 /**
- * At most one row per repository name (the part after the owner, case-insensitive, an `incubator-`
- * prefix dropped): no two rows are one project that the index merges (src/corpus/dedup.ts), so tests
- * that count points count rows.
+ * At most one row per repository name (the part after the owner, case-insensitive, an incubating
+ * project's prefix dropped): no two rows are one project that the index merges (src/corpus/dedup.ts),
+ * so tests that count points count rows.
  */
 export function oneRecordPerName(rows: readonly Record<string, unknown>[]): Record<string, unknown>[] {
   const seen = new Set<string>();
   return rows.filter((r) => {
     const name = String(r.name);
-    const repo = name
-      .slice(name.indexOf("/") + 1)
-      .toLowerCase()
-      .replace(/^incubator-/, "");
+    let repo = name.slice(name.indexOf("/") + 1).toLowerCase();
+    if (repo.startsWith(INCUBATOR_PREFIX)) repo = repo.slice(INCUBATOR_PREFIX.length);
     if (seen.has(repo)) return false;
     seen.add(repo);
     return true;

@@ -29,7 +29,7 @@
  *    react/react 56, kovidgoyal/calibre 2,500).
  * 5. Anchor terms. Over the repositories that mention a project (at least two), each word counts once
  *    per repository; words are ranked by count × idf and the best ANCHOR_TERMS are kept, those of at
- *    least two mentioning repositories. The project's anchor text is those words, best first, each
+ *    least two mentioning repositories. The project's anchor text is those words in term order, each
  *    written anchorRepeats(count) times: as in web search, a word many linking pages use says more
  *    than one a few use, and BM25 reads that from the term frequency (its saturation bounds it).
  *

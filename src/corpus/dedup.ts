@@ -212,7 +212,7 @@ function rewords(old: Unit, newer: Unit): boolean {
 }
 
 /** Tier 3: the prefix an incubating project's repository carries until it graduates. */
-const INCUBATOR_PREFIX = "incubator-";
+export const INCUBATOR_PREFIX = "incubator-";
 
 /**
  * Tier 3: `owner/incubator-x` and `owner/x` are one project, renamed when it left the incubator. The

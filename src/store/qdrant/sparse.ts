@@ -42,8 +42,8 @@ export interface SparseLexicalParams extends LexicalParams {
 /**
  * Measured over the first 30,000 repositories of the shared dataset (non-empty fields only, as the
  * embedded index averages them); `anchor` over the full dataset's 5,221 non-empty anchors
- * (ANCHORS_VERSION 3, terms repeated by count), since anchor text only exists relative to the whole corpus. Changing these changes every stored vector: bump
- * SPARSE_LEXICAL_FORMAT.
+ * (ANCHORS_VERSION 3, terms repeated by count), since anchor text only exists relative to the whole
+ * corpus. Changing these changes every stored vector: bump SPARSE_LEXICAL_FORMAT.
  */
 export const DEFAULT_AVG_LENGTH: Readonly<Record<LexicalField, number>> = Object.freeze({
   owner: 1.79,
