@@ -63,7 +63,7 @@ const LANGUAGE_FORMS: ReadonlySet<string> = new Set(
 );
 
 export interface ProjectEvidence {
-  /** The words the corpus uses around mentions of the project, best first; null with < 2 mentions. */
+  /** The words the corpus uses around mentions of the project, in term order; null with < 2 mentions. */
   readonly anchor: string | null;
   /** Repositories that mention the project. */
   readonly mentions: number;
