@@ -8,7 +8,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig, projectRoot } from "../src/config/config.js";
-import { dedupeProjects, descriptionWords } from "../src/corpus/dedup.js";
+import { dedupeProjects, descriptionWords, repoPart } from "../src/corpus/dedup.js";
 import { readUniqueRecords } from "../src/dataset/reader.js";
 
 interface Label {
@@ -38,7 +38,6 @@ async function main(): Promise<void> {
   const byKey = new Map(records.map((r) => [r.key, r]));
   // Each tier's share of the merges: tier 3 is an alias whose repository part differs from its canonical's,
   // tier 2 one whose description differs.
-  const repoPart = (key: string) => key.slice(key.indexOf("/") + 1);
   const tierOf = (alias: string, canonical: string) =>
     repoPart(alias) !== repoPart(canonical)
       ? "tier3"

@@ -60,7 +60,8 @@ export function descriptionWords(description: string): string[] {
   return description.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
 }
 
-function repoPart(key: string): string {
+/** The repository part of an `owner/repo` key: what the merge rule compares across owners. */
+export function repoPart(key: string): string {
   return key.slice(key.indexOf("/") + 1);
 }
 
