@@ -48,6 +48,20 @@ test("training is deterministic: the same data and params give the same trees", 
   assert.equal(JSON.stringify(a), JSON.stringify(b));
 });
 
+test("stochastic boosting is seeded: the same seed gives the same trees, another seed others, and it still learns", () => {
+  const data = groups(200, 5);
+  const params = { trees: 60, minLeafRows: 20, subsample: 0.6, featureFraction: 0.7 };
+  const a = trainLambdaMart(data, 3, { params: { ...params, seed: 1 } });
+  const b = trainLambdaMart(data, 3, { params: { ...params, seed: 1 } });
+  const c = trainLambdaMart(data, 3, { params: { ...params, seed: 2 } });
+  assert.equal(JSON.stringify(a), JSON.stringify(b));
+  assert.notEqual(JSON.stringify(a), JSON.stringify(c));
+  const full = trainLambdaMart(data, 3, { params: { trees: 60, minLeafRows: 20 } });
+  assert.notEqual(JSON.stringify(a), JSON.stringify(full), "sampling changes the trees");
+  const learned = meanNdcg(groups(100, 6), (g) => scoreRows(a, g.features));
+  assert.ok(learned > 0.9, `held-out nDCG@10 ${learned}`);
+});
+
 test("scores from raw thresholds agree with the training scores (bins and thresholds line up)", () => {
   const data = groups(30, 4);
   let lastTraining: number[] = [];
@@ -69,6 +83,9 @@ test("a query without a relevant candidate contributes no gradient; bad params a
   assert.ok(model.trees.every((t) => t.value.every((v) => v === 0)));
   assert.throws(() => trainLambdaMart([empty], 2, { params: { trees: 0 } }), /trees must be a positive integer/);
   assert.throws(() => trainLambdaMart([empty], 2, { params: { bins: 1000 } }), /bins must be an integer in \[2, 256\]/);
+  assert.throws(() => trainLambdaMart([empty], 2, { params: { subsample: 0 } }), /subsample must be in \(0, 1\]/);
+  assert.throws(() => trainLambdaMart([empty], 2, { params: { featureFraction: 1.5 } }), /featureFraction must be in \(0, 1\]/);
+  assert.throws(() => trainLambdaMart([empty], 2, { params: { seed: 0.5 } }), /seed must be an integer/);
   assert.throws(() => trainLambdaMart([empty], 3), /group 0: 4 feature values for 2 rows × 3 features/);
   assert.equal(DEFAULT_LAMBDAMART_PARAMS.truncation, 30);
 });

@@ -1,7 +1,8 @@
 /**
  * LambdaMART: gradient-boosted regression trees trained on LambdaRank gradients (Burges 2010), in
- * plain TypeScript. Small enough to read in one sitting, deterministic (no random sampling), and fast
- * enough to train on ~1,000 queries × ~300 candidates × ~30 features in seconds per hundred trees.
+ * plain TypeScript. Small enough to read in one sitting, deterministic (sampling, when asked for, draws
+ * from a seeded PRNG), and fast enough to train on ~1,000 queries × ~300 candidates × ~30 features in
+ * seconds per hundred trees.
  *
  * - Gradients. For each query and each pair (i, j) with label_i > label_j, at least one of them ranked
  *   within `truncation` by the current scores (as LightGBM does), ρ = 1 / (1 + e^(s_i − s_j)) and
@@ -10,8 +11,13 @@
  * - Trees. Depth-wise growth to `maxDepth` over pre-binned features (≤ `bins` quantile bins each);
  *   a split maximises the gain G_L²/(H_L + λ) + G_R²/(H_R + λ) − G²/(H + λ) and needs `minLeafRows`
  *   rows on each side; a leaf's value is the Newton step G/(H + λ), scaled by the learning rate.
+ * - Sampling. With `subsample` < 1 each tree is fitted on the rows of a random share of the queries
+ *   (stochastic gradient boosting, Friedman 2002), with `featureFraction` < 1 on a random share of the
+ *   features; the gradients are still computed for every query.
  * - Model. Trees store raw feature thresholds (x ≤ t goes left), so scoring needs no bins.
  */
+
+import { seededRandom } from "../../common/random.js";
 
 export interface LambdaMartParams {
   readonly trees: number;
@@ -28,6 +34,14 @@ export interface LambdaMartParams {
    * weighing 1 in total (RankNet's pairwise logistic loss).
    */
   readonly pairWeight: "ndcg" | "pairs";
+  /**
+   * Share of queries whose rows fit each tree (stochastic gradient boosting, Friedman 2002); 1 = all.
+   * Drawn per tree from a PRNG seeded with `seed`, so training stays deterministic.
+   */
+  readonly subsample: number;
+  /** Share of features each tree may split on (drawn per tree, like `subsample`); 1 = all. */
+  readonly featureFraction: number;
+  readonly seed: number;
 }
 
 export const DEFAULT_LAMBDAMART_PARAMS: LambdaMartParams = Object.freeze({
@@ -39,6 +53,9 @@ export const DEFAULT_LAMBDAMART_PARAMS: LambdaMartParams = Object.freeze({
   bins: 64,
   truncation: 30,
   pairWeight: "ndcg",
+  subsample: 1,
+  featureFraction: 1,
+  seed: 1,
 });
 
 /** One query's candidates: `features` is row-major (rows × featureCount). */
@@ -225,7 +242,7 @@ interface NodeWork {
   readonly index: number;
 }
 
-function fitTree(b: Binned, lambda: Float64Array, hess: Float64Array, rowCount: number, p: LambdaMartParams): Tree {
+function fitTree(b: Binned, lambda: Float64Array, hess: Float64Array, all: Int32Array, usable: readonly boolean[], p: LambdaMartParams): Tree {
   const F = b.codes.length;
   const feature: number[] = [];
   const threshold: number[] = [];
@@ -242,7 +259,6 @@ function fitTree(b: Binned, lambda: Float64Array, hess: Float64Array, rowCount: 
     gains.push(0);
     return feature.length - 1;
   };
-  const all = Int32Array.from({ length: rowCount }, (_, i) => i);
   const queue: NodeWork[] = [{ rows: all, depth: 0, index: newNode() }];
   const gh = new Float64Array(p.bins);
   const hh = new Float64Array(p.bins);
@@ -262,6 +278,7 @@ function fitTree(b: Binned, lambda: Float64Array, hess: Float64Array, rowCount: 
     let bestF = -1;
     let bestBin = -1;
     for (let f = 0; f < F; f++) {
+      if (!usable[f]) continue;
       const codes = b.codes[f]!;
       const nb = b.edges[f]!.length + 1;
       if (nb < 2) continue;
@@ -343,9 +360,14 @@ export function trainLambdaMart(groups: readonly RankGroup[], featureCount: numb
   const lambda = new Float64Array(rowCount);
   const hess = new Float64Array(rowCount);
   const trees: Tree[] = [];
+  const random = seededRandom(p.seed);
+  const allRows = Int32Array.from({ length: rowCount }, (_, i) => i);
+  const allFeatures = Array<boolean>(featureCount).fill(true);
   for (let t = 0; t < p.trees; t++) {
     lambdas(groups, scores, p.truncation, p.pairWeight, lambda, hess);
-    const tree = fitTree(binned, lambda, hess, rowCount, p);
+    const rows = p.subsample < 1 ? sampleRows(groups, p.subsample, random) : allRows;
+    const usable = p.featureFraction < 1 ? Array.from({ length: featureCount }, () => random() < p.featureFraction) : allFeatures;
+    const tree = fitTree(binned, lambda, hess, rows, usable, p);
     trees.push(tree);
     // Update scores through the binned codes: a raw threshold is a bin edge, so both agree.
     let base = 0;
@@ -356,6 +378,18 @@ export function trainLambdaMart(groups: readonly RankGroup[], featureCount: numb
     opts.onTree?.(trees.length, { featureCount, trees });
   }
   return { featureCount, trees };
+}
+
+/** Rows of a random share of the groups (each group drawn with probability `share`; at least one). */
+function sampleRows(groups: readonly RankGroup[], share: number, random: () => number): Int32Array {
+  const rows: number[] = [];
+  let base = 0;
+  for (const g of groups) {
+    if (random() < share) for (let i = 0; i < g.labels.length; i++) rows.push(base + i);
+    base += g.labels.length;
+  }
+  if (!rows.length) for (let i = 0; i < (groups[0]?.labels.length ?? 0); i++) rows.push(i);
+  return Int32Array.from(rows);
 }
 
 function scoreTreeBinned(t: Tree, b: Binned, row: number): number {
@@ -376,6 +410,9 @@ function checkParams(p: LambdaMartParams): void {
   if (!(p.learningRate > 0 && p.learningRate <= 1)) problems.push(`learningRate must be in (0, 1] (got ${p.learningRate})`);
   if (!Number.isInteger(p.maxDepth) || p.maxDepth < 1 || p.maxDepth > 16) problems.push(`maxDepth must be an integer in [1, 16] (got ${p.maxDepth})`);
   if (!Number.isInteger(p.minLeafRows) || p.minLeafRows < 1) problems.push(`minLeafRows must be a positive integer (got ${p.minLeafRows})`);
+  if (!(p.subsample > 0 && p.subsample <= 1)) problems.push(`subsample must be in (0, 1] (got ${p.subsample})`);
+  if (!(p.featureFraction > 0 && p.featureFraction <= 1)) problems.push(`featureFraction must be in (0, 1] (got ${p.featureFraction})`);
+  if (!Number.isInteger(p.seed)) problems.push(`seed must be an integer (got ${p.seed})`);
   if (!(p.l2 >= 0)) problems.push(`l2 must be ≥ 0 (got ${p.l2})`);
   if (!Number.isInteger(p.bins) || p.bins < 2 || p.bins > 256) problems.push(`bins must be an integer in [2, 256] (got ${p.bins})`);
   if (!Number.isInteger(p.truncation) || p.truncation < 1) problems.push(`truncation must be a positive integer (got ${p.truncation})`);

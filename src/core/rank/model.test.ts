@@ -19,7 +19,19 @@ function data(seed: number): RankGroup[] {
 }
 
 const fileOf = (seed: number) => {
-  const params = { trees: 15, learningRate: 0.1, maxDepth: 3, minLeafRows: 10, l2: 1, bins: 32, truncation: 30, pairWeight: "ndcg" as const };
+  const params = {
+    trees: 15,
+    learningRate: 0.1,
+    maxDepth: 3,
+    minLeafRows: 10,
+    l2: 1,
+    bins: 32,
+    truncation: 30,
+    pairWeight: "ndcg" as const,
+    subsample: 0.8,
+    featureFraction: 0.8,
+    seed: 7,
+  };
   const { linear, ensemble } = trainRanker(data(seed), { linear: DEFAULT_LINEAR_PARAMS, trees: params });
   return JSON.stringify(toModelFile(linear, DEFAULT_LINEAR_PARAMS, ensemble, params, { note: "test" }));
 };
