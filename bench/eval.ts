@@ -18,7 +18,9 @@
  *
  * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
- * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure).
+ * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure). `--trees`,
+ * `--learning-rate`, `--max-depth`, `--min-leaf` and `--subsample` override the shipped training settings.
+ * Head metrics are also reported per batch of the head set (bench/head-queries.md).
  *
  * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on a slice of N
  * repositories, because the teacher is far too slow to embed the whole dataset (see docs/embeddings.md).
@@ -62,6 +64,7 @@ const { values } = parseArgs({
     "learning-rate": { type: "string" },
     "max-depth": { type: "string" },
     "min-leaf": { type: "string" },
+    subsample: { type: "string" },
   },
 });
 const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}) });
@@ -82,6 +85,8 @@ interface Judged {
   /** Canonical keys of the judged repositories present in the index. */
   readonly relevant: ReadonlySet<string>;
   readonly filters: SearchFilters;
+  /** Head queries: the batch they were written in (bench/head-queries.md); null for dev queries. */
+  readonly batch: number | null;
 }
 
 interface HeadMetrics {
@@ -122,6 +127,8 @@ interface RunSummary {
   readonly method: string;
   readonly dev: QueryMetrics;
   readonly head: HeadMetrics;
+  /** Head metrics of each batch of the head set (bench/head-queries.md): batch 2 was never used to design features. */
+  readonly headByBatch: Record<string, HeadMetrics>;
   readonly p50Ms?: number;
   readonly p99Ms?: number;
 }
@@ -135,19 +142,26 @@ function summarize(run: Run, judged: readonly Judged[]): RunSummary & { perList:
   const dev: QueryMetrics[] = [];
   const head: HeadMetrics[] = [];
   const lists = new Map<string, QueryMetrics[]>();
+  const batches = new Map<string, HeadMetrics[]>();
   for (const q of judged) {
     const ranked = run.rankings.get(q.id) ?? [];
     if (q.set === "dev") {
       const m = scoreRanking(ranked, q.relevant);
       dev.push(m);
       lists.set(q.list, [...(lists.get(q.list) ?? []), m]);
-    } else head.push(headMetrics(ranked, q.relevant));
+    } else {
+      const m = headMetrics(ranked, q.relevant);
+      head.push(m);
+      const b = String(q.batch);
+      batches.set(b, [...(batches.get(b) ?? []), m]);
+    }
   }
   const perList = Object.fromEntries([...lists].map(([l, ms]) => [l, meanMetrics(ms).ndcg10]));
   return {
     method: run.name,
     dev: meanMetrics(dev),
     head: meanHead(head),
+    headByBatch: Object.fromEntries([...batches].sort(([a], [b]) => (a < b ? -1 : 1)).map(([b, ms]) => [b, meanHead(ms)])),
     ...(run.times ? { p50Ms: pct(run.times, 50), p99Ms: pct(run.times, 99) } : {}),
     perList,
   };
@@ -165,6 +179,13 @@ function printRuns(title: string, rows: readonly RunSummary[]): void {
         `${h.hit1.toFixed(3)} | ${h.hit3.toFixed(3)} | ${h.hit10.toFixed(3)} | ${h.mrr.toFixed(3)} | ${r.p50Ms?.toFixed(2) ?? "–"} | ${r.p99Ms?.toFixed(2) ?? "–"} |`,
     );
   }
+  console.log(`head hit@3 by batch: ${rows.map((r) => `${r.method}: ${byBatch(r.headByBatch)}`).join("; ")}`);
+}
+
+function byBatch(m: Record<string, HeadMetrics>): string {
+  return Object.entries(m)
+    .map(([b, h]) => `batch ${b} ${h.hit3.toFixed(3)}`)
+    .join(", ");
 }
 
 /** The identity dedup merges by (repository part, description words): two results sharing it are one project. */
@@ -193,13 +214,13 @@ async function main(): Promise<void> {
   const judged: Judged[] = [];
   for (const q of await loadEvalQueries(devFile)) {
     const relevant = toCanonical(q.relevant);
-    if (relevant.size) judged.push({ id: q.id, set: "dev", list: q.id.replace(/-\d+$/, ""), query: q.query, relevant, filters: DEV_FILTERS });
+    if (relevant.size) judged.push({ id: q.id, set: "dev", list: q.id.replace(/-\d+$/, ""), query: q.query, relevant, filters: DEV_FILTERS, batch: null });
   }
   const headLines = (await readFile(headFile, "utf8")).split("\n").filter((l) => l.trim());
   for (const line of headLines) {
-    const q = JSON.parse(line) as { id: string; query: string; answers: string[] };
+    const q = JSON.parse(line) as { id: string; query: string; answers: string[]; batch?: number };
     const relevant = toCanonical(q.answers);
-    if (relevant.size) judged.push({ id: q.id, set: "head", list: "head", query: q.query, relevant, filters: HEAD_FILTERS });
+    if (relevant.size) judged.push({ id: q.id, set: "head", list: "head", query: q.query, relevant, filters: HEAD_FILTERS, batch: q.batch ?? 1 });
   }
   const devCount = judged.filter((q) => q.set === "dev").length;
   console.log(`${devCount} dev queries (judged repositories in the index), ${judged.length - devCount} head queries`);
@@ -425,6 +446,7 @@ async function tune(
       learningRate: num(values["learning-rate"], base.learningRate!),
       maxDepth: num(values["max-depth"], base.maxDepth!),
       minLeafRows: num(values["min-leaf"], base.minLeafRows!),
+      subsample: num(values.subsample, base.subsample ?? 1),
     },
   };
   const checkpoints = values.trees ? values.trees.split(",").map(Number) : [0, 50, 100, 150, 200, 300];
@@ -454,12 +476,14 @@ async function tune(
   );
   const curve = checkpoints.map((trees) => {
     const s = summarize({ name: `${trees} trees`, rankings: cv.get(trees)! }, judged);
-    return { trees, dev: s.dev, head: s.head, perList: s.perList };
+    return { trees, dev: s.dev, head: s.head, headByBatch: s.headByBatch, perList: s.perList };
   });
   console.log("\ncross-validated (each list and head slice ranked by a model that never saw it; 0 trees = the linear part alone)");
   console.log("| trees | dev nDCG@10 | dev MRR | head hit@3 | head MRR |\n|---|---|---|---|---|");
   for (const c of curve)
-    console.log(`| ${c.trees} | ${c.dev.ndcg10.toFixed(3)} | ${c.dev.mrr.toFixed(3)} | ${c.head.hit3.toFixed(3)} | ${c.head.mrr.toFixed(3)} |`);
+    console.log(
+      `| ${c.trees} | ${c.dev.ndcg10.toFixed(3)} | ${c.dev.mrr.toFixed(3)} | ${c.head.hit3.toFixed(3)} (${byBatch(c.headByBatch)}) | ${c.head.mrr.toFixed(3)} |`,
+    );
   // The fewest trees that do about as well as the best on both sets held out (dev nDCG@10 plus head
   // MRR, within TREE_TOLERANCE). Every tree is scored for every candidate of every search (300 trees
   // cost ~1 ms more a search than 100, of ~5 ms; docs/performance.md), and a held-out difference below
@@ -492,6 +516,7 @@ async function tune(
       devNdcg10: round3(best.dev.ndcg10),
       devMrr: round3(best.dev.mrr),
       headHit3: round3(best.head.hit3),
+      headHit3ByBatch: Object.fromEntries(Object.entries(best.headByBatch).map(([b, h]) => [b, round3(h.hit3)])),
       headMrr: round3(best.head.mrr),
       perList: Object.fromEntries(Object.entries(best.perList).map(([k, v]) => [k, round3(v)])),
     },

@@ -37,7 +37,7 @@ export interface RankerParams {
  */
 export const DEFAULT_RANKER_PARAMS: RankerParams = Object.freeze({
   linear: DEFAULT_LINEAR_PARAMS,
-  trees: { ...DEFAULT_LAMBDAMART_PARAMS, maxDepth: 3, minLeafRows: 100, learningRate: 0.05 },
+  trees: { ...DEFAULT_LAMBDAMART_PARAMS, maxDepth: 3, minLeafRows: 100, learningRate: 0.05, subsample: 0.7 },
 });
 
 /** Keys of a pool ordered by a model's scores, best first (ties by pool order). */
@@ -49,7 +49,7 @@ export function rankKeys(model: RankerModel, pool: JudgedPool): string[] {
 
 /**
  * Trains both parts on `groups`; `onTree` sees the ranker after each tree (validation curves).
- * Deterministic: neither part samples.
+ * Deterministic: the linear part does not sample, and the trees sample from a seeded PRNG.
  */
 export function trainRanker(
   groups: readonly RankGroup[],
