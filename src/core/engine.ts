@@ -461,7 +461,6 @@ export class SearchEngine implements SearchCore {
         explanation,
         lexicalTop: lexHits?.[0]?.score ?? 0,
         lexicalTenth: lexHits?.[Math.min(9, lexHits.length - 1)]?.score ?? 0,
-        now: this.opts.now?.() ?? new Date(),
       },
       candidates,
     );

@@ -5,7 +5,7 @@ import type { RepoPayload } from "../../dataset/record.js";
 import { LEXICAL_FIELDS } from "../../store/bm25f.js";
 import { extractFeatures, FEATURES, type QueryContext, type RankCandidate } from "./features.js";
 
-function context(now: string, cosines: number[]): QueryContext {
+function context(cosines: number[]): QueryContext {
   const n = cosines.length;
   return {
     text: "tool",
@@ -18,7 +18,6 @@ function context(now: string, cosines: number[]): QueryContext {
     },
     lexicalTop: 0,
     lexicalTenth: 0,
-    now: new Date(now),
   };
 }
 
@@ -26,21 +25,27 @@ const cand = (p: RepoPayload): RankCandidate => ({ payload: p, lexical: null, le
 const feature = (rows: Float32Array, row: number, name: (typeof FEATURES)[number]) => rows[row * FEATURES.length + FEATURES.indexOf(name)]!;
 
 describe("ranking features", () => {
-  it("a payload's query-independent facts are reused across searches, while time-dependent ones follow each search's clock", () => {
+  it("freshness is the gap to the pool's most recently pushed candidate, so the same pool gives the same features at any time", () => {
     const p = payload("a/old", "one two three", { pushedAt: "2024-01-01T00:00:00Z", stars: 999 });
-    const first = extractFeatures(context("2025-01-01T00:00:00Z", [0.5]), [cand(p)]);
-    const later = extractFeatures(context("2026-01-01T00:00:00Z", [0.5]), [cand(p)]);
-    assert.ok(Math.abs(feature(first, 0, "pushed_years") - 366 / 365.25) < 1e-3);
-    assert.ok(Math.abs(feature(later, 0, "pushed_years") - 731 / 365.25) < 1e-3);
-    assert.equal(feature(later, 0, "description_words"), 3);
-    assert.ok(Math.abs(feature(later, 0, "stars") - Math.log(1000)) < 1e-5);
+    const fresh = payload("a/fresh", "four", { pushedAt: "2025-01-01T00:00:00Z" });
+    const fresher = payload("a/fresher", "five", { pushedAt: "2026-01-01T00:00:00Z" });
+    const unknown = payload("a/unknown", "six", { pushedAt: null });
+    const pool = extractFeatures(context([0.5, 0.5, 0.5]), [cand(p), cand(fresh), cand(unknown)]);
+    assert.ok(Math.abs(feature(pool, 0, "pushed_gap") - 366 / 365.25) < 1e-3);
+    assert.equal(feature(pool, 1, "pushed_gap"), 0);
+    assert.equal(feature(pool, 2, "pushed_gap"), -1);
+    const wider = extractFeatures(context([0.5, 0.5]), [cand(p), cand(fresher)]);
+    assert.ok(Math.abs(feature(wider, 0, "pushed_gap") - 731 / 365.25) < 1e-3);
+    // The payload's own facts are computed once and reused by every search.
+    assert.equal(feature(wider, 0, "description_words"), 3);
+    assert.ok(Math.abs(feature(wider, 0, "stars") - Math.log(1000)) < 1e-5);
   });
 
   it("dense_fame_rank ranks by fame the candidates close in meaning (cosine ≥ 0.9 × the best); the others are missing", () => {
     const near = payload("a/near", "a tool", { stars: 10 });
     const famousNear = payload("a/famous-near", "a tool", { stars: 50_000 });
     const famousFar = payload("a/famous-far", "a tool", { stars: 90_000 });
-    const rows = extractFeatures(context("2026-01-01T00:00:00Z", [0.8, 0.75, 0.3]), [cand(near), cand(famousNear), cand(famousFar)]);
+    const rows = extractFeatures(context([0.8, 0.75, 0.3]), [cand(near), cand(famousNear), cand(famousFar)]);
     assert.equal(feature(rows, 1, "dense_fame_rank"), Math.fround(Math.log2(2 + 0)));
     assert.equal(feature(rows, 0, "dense_fame_rank"), Math.fround(Math.log2(2 + 1)));
     assert.equal(feature(rows, 2, "dense_fame_rank"), Math.fround(Math.log2(2 + 256)));

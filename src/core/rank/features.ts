@@ -48,7 +48,7 @@ export const FEATURES = [
   "mentions",
   "fame_rank",
   "dense_fame_rank",
-  "pushed_years",
+  "pushed_gap",
   "archived",
   "language_match",
   "category_match",
@@ -95,7 +95,6 @@ export interface QueryContext {
   /** Best and tenth-best lexical score of the query (0 when fewer). */
   readonly lexicalTop: number;
   readonly lexicalTenth: number;
-  readonly now: Date;
 }
 
 /** Feature rows (candidates × FEATURE_COUNT, row-major) for one query's candidates. */
@@ -114,7 +113,14 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
   if (ex.dense) for (let i = 0; i < n; i++) denseTop = Math.max(denseTop, ex.dense[i]!);
   let starsTop = 0;
   for (const c of cands) starsTop = Math.max(starsTop, factsOf(c.payload).stars);
-  const nowMs = ctx.now.getTime();
+  // Freshness is measured from the pool's most recently pushed candidate, not from the clock: the same
+  // index then gives the same features at any time, so `npm run eval -- --tune` reproduces the model
+  // file, and an index served months after its data was collected does not age every repository.
+  let pushedTop = -Infinity;
+  for (const c of cands) {
+    const ms = factsOf(c.payload).pushedMs;
+    if (ms !== null && ms > pushedTop) pushedTop = ms;
+  }
   let coverageTop = 0;
   for (let i = 0; i < n; i++) coverageTop = Math.max(coverageTop, ex.coverage[i]!);
   const fameRank = famousAmongMatching(cands, ex.coverage, coverageTop * WELL_MATCHED);
@@ -154,7 +160,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.stars_gap] = starsTop - Math.max(0, facts.stars);
     row[IX.forks] = facts.forks;
     row[IX.mentions] = facts.mentions;
-    row[IX.pushed_years] = facts.pushedMs === null ? -1 : Math.max(0, (nowMs - facts.pushedMs) / YEAR_MS);
+    row[IX.pushed_gap] = facts.pushedMs === null ? -1 : (pushedTop - facts.pushedMs) / YEAR_MS;
     row[IX.archived] = p.isArchived === null ? -1 : p.isArchived ? 1 : 0;
     row[IX.language_match] = u.language === null || p.languageLc === null ? 0 : p.languageLc === u.language ? 1 : -1;
     row[IX.category_match] = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
