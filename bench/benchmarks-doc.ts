@@ -219,8 +219,16 @@ function evalSection(root: string, glance: Glance[]): Section {
         "",
       );
     glance.push(
-      { measure: "search quality, dev nDCG@10 / MRR", value: `${q3(at(main, "dev", "ndcg10"))} / ${q3(at(main, "dev", "mrr"))}`, command: "npm run eval" },
-      { measure: "search quality, head hit@3 / MRR", value: `${q3(at(main, "head", "hit3"))} / ${q3(at(main, "head", "mrr"))}`, command: "npm run eval" },
+      {
+        measure: "search quality in sample, dev nDCG@10 / MRR",
+        value: `${q3(at(main, "dev", "ndcg10"))} / ${q3(at(main, "dev", "mrr"))}`,
+        command: "npm run eval",
+      },
+      {
+        measure: "search quality in sample, head hit@3 / MRR",
+        value: `${q3(at(main, "head", "hit3"))} / ${q3(at(main, "head", "mrr"))}`,
+        command: "npm run eval",
+      },
     );
   } else lines.push("_The file records no runs._", "");
 
@@ -260,6 +268,17 @@ function evalSection(root: string, glance: Glance[]): Section {
           `head hit@3 ${q3(cv.headHit3)}, head MRR ${q3(cv.headMrr)}: the figures to expect on queries the ranker never saw.`,
       );
       const batches = obj(cv.headHit3ByBatch);
+      glance.push({
+        measure: "search quality held out, dev nDCG@10 / head hit@3",
+        value: `${q3(cv.devNdcg10)} / ${q3(cv.headHit3)}${
+          batches
+            ? ` (${Object.keys(batches)
+                .map((k) => `batch ${k} ${q3(batches[k])}`)
+                .join(", ")})`
+            : ""
+        }`,
+        command: "npm run eval -- --tune",
+      });
       if (batches && Object.keys(batches).length > 1)
         lines.push(
           "",
