@@ -111,15 +111,15 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
   const queryLower = ctx.text.toLowerCase();
   let denseTop = 0;
   if (ex.dense) for (let i = 0; i < n; i++) denseTop = Math.max(denseTop, ex.dense[i]!);
-  let starsTop = 0;
-  for (const c of cands) starsTop = Math.max(starsTop, factsOf(c.payload).stars);
   // Freshness is measured from the pool's most recently pushed candidate, not from the clock: the same
   // index then gives the same features at any time, so `npm run eval -- --tune` reproduces the model
   // file, and an index served months after its data was collected does not age every repository.
+  let starsTop = 0;
   let pushedTop = -Infinity;
   for (const c of cands) {
-    const ms = factsOf(c.payload).pushedMs;
-    if (ms !== null && ms > pushedTop) pushedTop = ms;
+    const facts = factsOf(c.payload);
+    starsTop = Math.max(starsTop, facts.stars);
+    if (facts.pushedMs !== null && facts.pushedMs > pushedTop) pushedTop = facts.pushedMs;
   }
   let coverageTop = 0;
   for (let i = 0; i < n; i++) coverageTop = Math.max(coverageTop, ex.coverage[i]!);
