@@ -242,7 +242,8 @@ interface NodeWork {
   readonly index: number;
 }
 
-function fitTree(b: Binned, lambda: Float64Array, hess: Float64Array, all: Int32Array, usable: readonly boolean[], p: LambdaMartParams): Tree {
+/** Fits one tree on `rootRows` (every row, or a sampled share), splitting only on the `usable` features. */
+function fitTree(b: Binned, lambda: Float64Array, hess: Float64Array, rootRows: Int32Array, usable: readonly boolean[], p: LambdaMartParams): Tree {
   const F = b.codes.length;
   const feature: number[] = [];
   const threshold: number[] = [];
@@ -259,7 +260,7 @@ function fitTree(b: Binned, lambda: Float64Array, hess: Float64Array, all: Int32
     gains.push(0);
     return feature.length - 1;
   };
-  const queue: NodeWork[] = [{ rows: all, depth: 0, index: newNode() }];
+  const queue: NodeWork[] = [{ rows: rootRows, depth: 0, index: newNode() }];
   const gh = new Float64Array(p.bins);
   const hh = new Float64Array(p.bins);
   const ch = new Int32Array(p.bins);
