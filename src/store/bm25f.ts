@@ -116,3 +116,17 @@ export function fieldTokens(doc: LexicalDoc, field: LexicalField | number): stri
       return [];
   }
 }
+
+/**
+ * A query's terms with their weights (BM25's qtf). Each word the query writes between spaces weighs 1
+ * in all, shared by the terms the analyser makes of it: "self-hosted" gives self, host and selfhost a
+ * third each, so one hyphenated word does not count three times against "wiki".
+ */
+export function queryTermWeights(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const chunk of text.split(/\s+/)) {
+    const terms = [...new Set(analyze(chunk))];
+    for (const t of terms) out.set(t, (out.get(t) ?? 0) + 1 / terms.length);
+  }
+  return out;
+}

@@ -145,6 +145,8 @@ export interface Explanation {
   readonly coverage: Float32Array;
   /** The query's distinct analysed terms with their idf. */
   readonly terms: readonly { readonly term: string; readonly idf: number }[];
+  /** ids × terms, row-major: 1 where the term occurs in any field of the id's document, else 0. */
+  readonly found: Uint8Array;
   /** Per id: cosine of the query vector and the point's; null without a query vector. */
   readonly dense: Float32Array | null;
 }

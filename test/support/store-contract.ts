@@ -251,7 +251,7 @@ export function storeContract(name: string, fresh: () => Promise<ContractStore>,
       assert.equal((await store().lexicalSearch({ text: "rotation math", limit: 3 }))[0]?.id, idOf(7));
     });
 
-    it("explain: per-field BM25 where the terms are, coverage, and exact cosines, for any ids", async () => {
+    it("explain: per-field BM25 where the terms are, coverage, the terms found, and exact cosines, for any ids", async () => {
       const query = randomVector(800);
       const ids = [idOf(7), idOf(13), UNKNOWN_ID, idOf(21)];
       for (const payloads of [undefined, ids.map((id) => ALL.find((p) => p.id === id)?.payload ?? null)]) {
@@ -277,6 +277,8 @@ export function storeContract(name: string, fresh: () => Promise<ContractStore>,
           Array.from(ex.coverage, (c) => Math.round(c * 100) / 100),
           [0.5, 0.25, 0, 0.25],
         );
+        // Which term each id holds (ids × terms).
+        assert.deepEqual(Array.from(ex.found), [1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
         const cos = (i: number) => dot(ALL[i]!.vector, query);
         assert.ok(ex.dense !== null);
         for (const [row, i] of [

@@ -14,6 +14,7 @@ function context(cosines: number[]): QueryContext {
       fields: new Float32Array(n * LEXICAL_FIELDS.length),
       coverage: new Float32Array(n),
       terms: [{ term: "tool", idf: 2 }],
+      found: new Uint8Array(n),
       dense: Float32Array.from(cosines),
     },
     lexicalTop: 0,
@@ -49,5 +50,36 @@ describe("ranking features", () => {
     assert.equal(feature(rows, 1, "dense_fame_rank"), Math.fround(Math.log2(2 + 0)));
     assert.equal(feature(rows, 0, "dense_fame_rank"), Math.fround(Math.log2(2 + 1)));
     assert.equal(feature(rows, 2, "dense_fame_rank"), Math.fround(Math.log2(2 + 256)));
+  });
+
+  it("coverage counts the query's words, not the analyser's terms, and a language word is said by a repository in that language", () => {
+    // "self-hosted python wiki": the analyser makes self, host and selfhost of one word.
+    const terms = [
+      { term: "self", idf: 1 },
+      { term: "host", idf: 2 },
+      { term: "selfhost", idf: 3 },
+      { term: "python", idf: 1.5 },
+      { term: "wiki", idf: 4 },
+    ];
+    const onlyWiki = payload("a/wiki", "a wiki", { languageLc: "go" });
+    const selfHost = payload("a/host", "self host", { languageLc: "go" });
+    const pythonWiki = payload("a/pywiki", "a wiki", { languageLc: "python" });
+    // rows × terms: which term each candidate's text holds.
+    const found = Uint8Array.from([0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1]);
+    const ctx = (language: string | null): QueryContext => ({
+      ...context([0.5, 0.5, 0.5]),
+      text: "self-hosted python wiki",
+      understanding: { language, categories: [], notes: [] },
+      explanation: { ...context([0.5, 0.5, 0.5]).explanation, terms, found },
+    });
+    const rows = extractFeatures(ctx("python"), [cand(onlyWiki), cand(selfHost), cand(pythonWiki)]);
+    // Words weigh their best term's idf: self-hosted 3, python 1.5, wiki 4 (8.5 in all).
+    assert.ok(Math.abs(feature(rows, 0, "coverage") - 4 / 8.5) < 1e-6);
+    assert.ok(Math.abs(feature(rows, 1, "coverage") - 3 / 8.5) < 1e-6, "two of self-hosted's three terms: the word is said once");
+    assert.ok(Math.abs(feature(rows, 2, "coverage") - 5.5 / 8.5) < 1e-6, "python, by the repository's language");
+    assert.ok(Math.abs(feature(rows, 0, "coverage_gap") - 1.5 / 8.5) < 1e-6);
+    // Without a language in the query understanding, "python" is only a word to find.
+    const plain = extractFeatures(ctx(null), [cand(onlyWiki), cand(selfHost), cand(pythonWiki)]);
+    assert.ok(Math.abs(feature(plain, 2, "coverage") - 4 / 8.5) < 1e-6);
   });
 });

@@ -17,7 +17,7 @@ import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
 import { LEXICAL_FIELDS } from "../../store/bm25f.js";
 import type { Explanation } from "../../store/types.js";
-import type { QueryUnderstanding } from "../query.js";
+import { understandQuery, type QueryUnderstanding } from "../query.js";
 
 export const FEATURES = [
   // query
@@ -121,9 +121,10 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     starsTop = Math.max(starsTop, facts.stars);
     if (facts.pushedMs !== null && facts.pushedMs > pushedTop) pushedTop = facts.pushedMs;
   }
+  const coverage = conceptCoverage(ctx.text, ex, cands, ctx.understanding.language !== null);
   let coverageTop = 0;
-  for (let i = 0; i < n; i++) coverageTop = Math.max(coverageTop, ex.coverage[i]!);
-  const fameRank = famousAmongMatching(cands, ex.coverage, coverageTop * WELL_MATCHED);
+  for (let i = 0; i < n; i++) coverageTop = Math.max(coverageTop, coverage[i]!);
+  const fameRank = famousAmongMatching(cands, coverage, coverageTop * WELL_MATCHED);
   const denseFameRank = ex.dense && denseTop > 0 ? famousAmongMatching(cands, ex.dense, denseTop * WELL_MEANT) : null;
   const u = ctx.understanding;
   const q = [
@@ -148,8 +149,8 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.dense_gap] = ex.dense ? denseTop - cos : 1;
     row[IX.dense_rank] = Math.log2(2 + (c.denseRank ?? MISSING_RANK));
     for (let f = 0; f < LF; f++) row[IX.field_owner + f] = ex.fields[i * LF + f]! / idfSum;
-    row[IX.coverage] = ex.coverage[i]!;
-    row[IX.coverage_gap] = coverageTop - ex.coverage[i]!;
+    row[IX.coverage] = coverage[i]!;
+    row[IX.coverage_gap] = coverageTop - coverage[i]!;
     row[IX.fame_rank] = Math.log2(2 + fameRank[i]!);
     row[IX.dense_fame_rank] = Math.log2(2 + (denseFameRank ? denseFameRank[i]! : MISSING_RANK));
     const facts = factsOf(p);
@@ -167,6 +168,35 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.category_listy] = p.category === "curated-list" || p.category === "educational" ? 1 : 0;
     row[IX.description_words] = facts.descriptionWords;
     row[IX.topics] = Math.min(20, p.topics.length);
+  }
+  return out;
+}
+
+/**
+ * Per candidate: the idf-weighted share of the query's words it says. A word is what the query writes
+ * between spaces, so "self-hosted" counts once, not as the three terms the analyser makes of it (self,
+ * host, selfhost), and it is said when any of its terms occurs. A word that names a programming
+ * language ("python", "node.js", "c++") is also said by a repository written in that language, which
+ * rarely repeats it in its own description.
+ */
+function conceptCoverage(text: string, ex: Explanation, cands: readonly RankCandidate[], namesLanguage: boolean): Float32Array {
+  const T = ex.terms.length;
+  const index = new Map(ex.terms.map((t, j) => [t.term, j]));
+  const words: { terms: number[]; idf: number; language: string | null }[] = [];
+  for (const chunk of text.split(/\s+/)) {
+    const terms = [...new Set(analyze(chunk).flatMap((t) => (index.has(t) ? [index.get(t)!] : [])))];
+    if (!terms.length) continue;
+    const idf = Math.max(...terms.map((j) => ex.terms[j]!.idf));
+    words.push({ terms, idf, language: namesLanguage ? understandQuery(chunk).language : null });
+  }
+  const total = words.reduce((s, w) => s + w.idf, 0);
+  const out = new Float32Array(cands.length);
+  if (total <= 0) return out;
+  for (let i = 0; i < cands.length; i++) {
+    const lang = cands[i]!.payload.languageLc;
+    let said = 0;
+    for (const w of words) if ((w.language !== null && w.language === lang) || w.terms.some((j) => ex.found[i * T + j] === 1)) said += w.idf;
+    out[i] = said / total;
   }
   return out;
 }

@@ -23,14 +23,18 @@ export function explainRows(src: ExplainSource, q: ExplainQuery): Explanation {
   const fields = new Float32Array(n * F);
   const coverage = new Float32Array(n);
   let terms: Explanation["terms"] = [];
+  let found = new Uint8Array(0);
   if (src.lexical) {
     const ex = src.lexical.explain(
       q.text,
       held.map((i) => rows[i]!),
     );
+    const T = ex.terms.length;
+    found = new Uint8Array(n * T);
     held.forEach((i, k) => {
       fields.set(ex.fields.subarray(k * F, (k + 1) * F), i * F);
       coverage[i] = ex.coverage[k]!;
+      found.set(ex.found.subarray(k * T, (k + 1) * T), i * T);
     });
     terms = ex.terms;
   }
@@ -39,5 +43,5 @@ export function explainRows(src: ExplainSource, q: ExplainQuery): Explanation {
     dense = new Float32Array(n);
     for (const i of held) dense[i] = dot(q.vector, 0, src.vectors, rows[i]! * src.dims, src.dims);
   }
-  return { fields, coverage, terms, dense };
+  return { fields, coverage, terms, found, dense };
 }

@@ -198,6 +198,20 @@ test("identifier forms find each other", () => {
   );
 });
 
+test("a hyphenated query word counts once, not once per term the analyser makes of it", () => {
+  // self, host and selfhost share the weight of "self-hosted"; each term is in one document, so
+  // every term has the same idf and only the weighting decides the order.
+  const docs = [doc("a/photos", "Self-hosted photos"), doc("b/notes", "wiki for notes and pages"), doc("c/x", "unrelated"), doc("d/y", "other")];
+  const index = LexicalIndex.build(docs);
+  assert.deepEqual(
+    index.search("self-hosted wiki", 10, null).map((h) => h.idx),
+    [1, 0],
+  );
+  const [photos, notes] = index.search("self-hosted wiki", 10, null).sort((a, b) => a.idx - b.idx);
+  // Three terms of a third each, in a description one term longer: a little below the one full term.
+  assert.ok(photos!.score < notes!.score && photos!.score > 0.7 * notes!.score, `${photos!.score} vs ${notes!.score}`);
+});
+
 test("Chinese descriptions are searchable", () => {
   const docs = [doc("a/ml", "一个简单的机器学习框架"), doc("b/web", "轻量级网页框架"), doc("c/en", "machine learning toolkit")];
   const index = LexicalIndex.build(docs);
@@ -325,7 +339,7 @@ test("top k: best first, ties by row, and every k a prefix of the full ranking",
   for (const k of [1, 2, 7, 64, 150]) assert.deepEqual(index.search("alpha beta", k, null), all.slice(0, k));
 });
 
-test("explain scores each field on its own and reports coverage, for any rows", () => {
+test("explain scores each field on its own and reports coverage and the terms found, for any rows", () => {
   const docs = [
     { name: "acme/rocket", description: "fast rocket engine", topics: [], readme: null },
     { name: "beta/kit", description: "parts", topics: ["rocket"], readme: null, aliases: ["old/rocketkit"], anchor: "launch tooling" },
@@ -355,6 +369,8 @@ test("explain scores each field on its own and reports coverage, for any rows", 
   // Row 2 matches nothing.
   assert.deepEqual(Array.from(ex.fields.subarray(2 * F, 3 * F)), [0, 0, 0, 0, 0, 0]);
   assert.equal(ex.coverage[2], 0);
+  // Which term each row holds (rows × terms): row 1 both, row 0 only "rocket", row 2 neither.
+  assert.deepEqual(Array.from(ex.found), [1, 1, 1, 0, 0, 0]);
   // An old name finds the project through the owner field.
   assert.deepEqual(
     index.search("old", 5, null).map((h) => h.idx),

@@ -7,6 +7,8 @@
  *   tf~(t,d)   = Σ_f w_f · tf_f(t,d) / (1 − b_f + b_f · len_f(d) / avg_f)
  *   score(q,d) = Σ_{t ∈ q} qtf(t) · idf(t) · tf~ · (k1 + 1) / (k1 + tf~)
  *   idf(t)     = ln(1 + (N − df + 0.5) / (df + 0.5))          (df over all fields)
+ *   qtf(t)     = the term's query weight: each word written between spaces weighs 1, shared by its
+ *                terms ("self-hosted" → self, host, selfhost: ⅓ each; ../bm25f.ts queryTermWeights)
  * The average is taken over non-empty fields because topics and READMEs exist for only 5–7% of
  * repositories: averaging over all documents would make every README look enormous.
  *
@@ -27,12 +29,12 @@ import {
   LEXICAL_FIELDS,
   LEXICAL_FORMAT_VERSION,
   lexicalDocOf,
+  queryTermWeights,
   type FieldParams,
   type LexicalDoc,
   type LexicalField,
   type LexicalParams,
 } from "../bm25f.js";
-import { analyze } from "../../text/analyzer.js";
 
 // Re-exported for the embedded store's own modules and tests.
 export {
@@ -42,6 +44,7 @@ export {
   LEXICAL_FIELDS,
   LEXICAL_FORMAT_VERSION,
   lexicalDocOf,
+  queryTermWeights,
   type LexicalDoc,
   type LexicalField,
   type LexicalParams,
@@ -57,6 +60,8 @@ export interface LexicalExplanation {
   readonly coverage: Float32Array;
   /** The query's distinct analysed terms with their idf (terms absent from the index included). */
   readonly terms: readonly { readonly term: string; readonly idf: number }[];
+  /** rows × terms, row-major: 1 where the term occurs in any field of the row. */
+  readonly found: Uint8Array;
   readonly docCount: number;
 }
 
@@ -131,10 +136,8 @@ export class LexicalIndex {
       throw new RangeError(`lexical search: second bitset has size ${also.size}, index has ${this.docCount} rows`);
     const none = { hits: [], also: [] };
     if ((k === 0 && alsoK === 0) || this.docCount === 0) return none;
-    const tokens = analyze(text);
-    if (tokens.length === 0) return none;
-    const qtf = new Map<string, number>();
-    for (const t of tokens) qtf.set(t, (qtf.get(t) ?? 0) + 1);
+    const qtf = queryTermWeights(text);
+    if (qtf.size === 0) return none;
 
     const { postingStarts, docs } = this.p;
     const { acc, touched, impacts, docCount: n } = this;
@@ -172,8 +175,8 @@ export class LexicalIndex {
     const fields = new Float32Array(n * F);
     const coverage = new Float32Array(n);
     const terms: { readonly term: string; readonly idf: number }[] = [];
-    const qtf = new Map<string, number>();
-    for (const t of analyze(text)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
+    const qtf = queryTermWeights(text);
+    const found = new Uint8Array(n * qtf.size);
     let idfSum = 0;
     const { postingStarts, docs, tfs, lens } = this.p;
     const { k1, fields: fp } = this.params;
@@ -182,6 +185,7 @@ export class LexicalIndex {
       const t = this.lookup(term);
       const df = t < 0 ? 0 : postingStarts[t + 1]! - postingStarts[t]!;
       const idf = bm25Idf(this.docCount, df);
+      const ti = terms.length;
       terms.push({ term, idf });
       idfSum += idf;
       if (t < 0) continue;
@@ -203,6 +207,7 @@ export class LexicalIndex {
         }
         if (lo >= end || docs[lo] !== d) continue;
         coverage[i]! += idf;
+        found[i * qtf.size + ti] = 1;
         for (let f = 0; f < F; f++) {
           const tf = tfs[lo * F + f]!;
           if (tf > 0) fields[i * F + f]! += fieldTermScore(idf, count, tf, lens[d * F + f]!, this.avgLength[f]!, b[f]!, k1);
@@ -210,7 +215,7 @@ export class LexicalIndex {
       }
     }
     if (idfSum > 0) for (let i = 0; i < n; i++) coverage[i]! /= idfSum;
-    return { fields, coverage, terms, docCount: this.docCount };
+    return { fields, coverage, terms, found, docCount: this.docCount };
   }
 
   /** Collects the best k touched rows (and the best alsoK of those `also` admits) with bounded min-heaps, and clears the accumulator. */

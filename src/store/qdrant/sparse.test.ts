@@ -54,7 +54,7 @@ describe("lexical sparse vectors", () => {
     const params: SparseLexicalParams = { ...DEFAULT_LEXICAL_PARAMS, avgLength };
     const vectors = corpus.map((d) => lexicalDocVector(d, params));
     const index = LexicalIndex.build(corpus);
-    for (const text of ["vector search", "rust web server", "graph neural network parser", "owner3 async", "database database client"]) {
+    for (const text of ["vector search", "rust web server", "graph neural network parser", "owner3 async", "database database client", "fast-http client"]) {
       const expected = index.search(text, corpus.length, null);
       const scores = qdrantScores(vectors, lexicalQueryVector(text));
       assert.ok(expected.length > 0);
@@ -84,13 +84,16 @@ describe("lexical sparse vectors", () => {
     );
   });
 
-  it("a query vector counts the analysed terms", () => {
+  it("a query vector weighs each written word 1, shared by the terms the analyser makes of it", () => {
     const q = lexicalQueryVector("Parsers parse; the PARSER");
     const terms = analyze("Parsers parse; the PARSER");
     assert.equal(
       q.values.reduce((a, b) => a + b, 0),
       terms.length,
     );
+    // "fast-http" is one word of three terms (fast, http, fasthttp): a third each.
+    const hyphen = lexicalQueryVector("fast-http client");
+    assert.deepEqual([...hyphen.values].sort(), [1 / 3, 1 / 3, 1 / 3, 1].sort());
     assert.deepEqual(lexicalQueryVector("the of and"), { indices: [], values: [] });
   });
 

@@ -14,7 +14,6 @@
  * with one hash share a dimension (a collision among ~1M distinct terms is rare and only merges df).
  */
 import { fnv1a32 } from "../../common/hash.js";
-import { analyze } from "../../text/analyzer.js";
 import {
   bm25Idf,
   DEFAULT_LEXICAL_PARAMS,
@@ -22,6 +21,7 @@ import {
   fieldTokens,
   LEXICAL_FIELDS,
   LEXICAL_FORMAT_VERSION,
+  queryTermWeights,
   type LexicalDoc,
   type LexicalField,
   type LexicalParams,
@@ -96,9 +96,9 @@ export function lexicalDocVector(doc: LexicalDoc, params: SparseLexicalParams = 
 /** A query's sparse vector: the count of each analysed term (Qdrant multiplies in the idf). */
 export function lexicalQueryVector(text: string): SparseVector {
   const qtf = new Map<number, number>();
-  for (const t of analyze(text)) {
+  for (const [t, w] of queryTermWeights(text)) {
     const id = fnv1a32(t);
-    qtf.set(id, (qtf.get(id) ?? 0) + 1);
+    qtf.set(id, (qtf.get(id) ?? 0) + w);
   }
   const entries = [...qtf].sort((a, b) => a[0] - b[0]);
   return { indices: entries.map(([id]) => id), values: entries.map(([, n]) => n) };
@@ -121,14 +121,15 @@ export function explainDocs(
   docFreq: ReadonlyMap<string, number>,
   pointCount: number,
   params: SparseLexicalParams = DEFAULT_SPARSE_LEXICAL_PARAMS,
-): Pick<Explanation, "fields" | "coverage" | "terms"> {
+): Pick<Explanation, "fields" | "coverage" | "terms" | "found"> {
   const F = LEXICAL_FIELDS.length;
-  const qtf = new Map<string, number>();
-  for (const t of analyze(text)) qtf.set(t, (qtf.get(t) ?? 0) + 1);
+  const qtf = queryTermWeights(text);
   const terms = [...qtf.keys()].map((term) => ({ term, idf: sparseIdf(pointCount, docFreq.get(term) ?? 0) }));
   const idfSum = terms.reduce((s, t) => s + t.idf, 0);
   const fields = new Float32Array(docs.length * F);
   const coverage = new Float32Array(docs.length);
+  const T = terms.length;
+  const foundRows = new Uint8Array(docs.length * T);
   docs.forEach((doc, i) => {
     if (doc === null) return;
     const found = new Set<string>();
@@ -145,9 +146,13 @@ export function explainDocs(
         fields[i * F + f]! += fieldTermScore(idf, qtf.get(term)!, n, len, params.avgLength[field], params.fields[field].b, params.k1);
       }
     });
-    if (idfSum > 0) for (const t of terms) if (found.has(t.term)) coverage[i]! += t.idf / idfSum;
+    terms.forEach((t, j) => {
+      if (!found.has(t.term)) return;
+      foundRows[i * T + j] = 1;
+      if (idfSum > 0) coverage[i]! += t.idf / idfSum;
+    });
   });
-  return { fields, coverage, terms };
+  return { fields, coverage, terms, found: foundRows };
 }
 
 /** Qdrant's idf modifier (the same formula as the embedded index). */
