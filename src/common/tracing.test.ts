@@ -66,6 +66,28 @@ test("in-memory exporter: parent links, W3C round trip, stage spans after the fa
   assert.equal(tracer().startSpan("after").isRecording(), false, "shutdown unregisters the provider");
 });
 
+test("stage spans stay inside their parent when the wall clock has drifted from the monotonic clock", async () => {
+  const exporter = new InMemorySpanExporter();
+  const t = initTracing({ serviceName: "unit", exporter });
+  const realNow = Date.now;
+  try {
+    // The wall clock 40 ms ahead of where the process's monotonic clock puts it (an NTP step, or
+    // hours of slew): the SDK times ordinary spans from Date.now().
+    Date.now = () => realNow() + 40;
+    const parent = startSpan("core", { kind: SpanKind.SERVER }, ROOT_CONTEXT);
+    await new Promise((r) => setTimeout(r, 5));
+    stageSpan(parent.ctx, "search.lexical", 0.003, { "search.stage": "lexical" });
+    parent.span.end();
+    const spans = new Map(exporter.getFinishedSpans().map((s) => [s.name, s]));
+    const ms = (hr: [number, number]) => hr[0] * 1e3 + hr[1] / 1e6;
+    const [p, s] = [spans.get("core")!, spans.get("search.lexical")!];
+    assert.ok(ms(s.startTime) >= ms(p.startTime) && ms(s.endTime) <= ms(p.endTime), `stage ${ms(s.startTime) - ms(p.startTime)} ms after the parent's start`);
+  } finally {
+    Date.now = realNow;
+    await t.shutdown();
+  }
+});
+
 test("OTLP/HTTP: spans are posted to <endpoint>/v1/traces, flushed by shutdown", async () => {
   const received: { url: string; contentType: string; body: string }[] = [];
   const server = createServer((req, res) => {

@@ -149,8 +149,11 @@ export function traceIdOf(span: Span | undefined): string | undefined {
  * `parent`. Used for the engine's stages, which report their duration when they end.
  */
 export function stageSpan(parent: Context, name: string, seconds: number, attributes: Attributes = {}): void {
-  const end = performance.timeOrigin + performance.now();
-  const span = tracer().startSpan(name, { kind: SpanKind.INTERNAL, startTime: end - seconds * 1000, attributes }, parent);
+  // Times on the monotonic clock (performance.now()), which the SDK aligns with the wall clock the way it
+  // aligns every other span. An epoch time built from performance.timeOrigin is taken as is, and drifts
+  // from Date.now() as the process runs: stage spans then fell milliseconds outside their parent.
+  const end = performance.now();
+  const span = tracer().startSpan(name, { kind: SpanKind.INTERNAL, startTime: Math.max(0, end - seconds * 1000), attributes }, parent);
   span.end(end);
 }
 
