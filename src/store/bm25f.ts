@@ -124,9 +124,14 @@ export function fieldTokens(doc: LexicalDoc, field: LexicalField | number): stri
  */
 export function queryTermWeights(text: string): Map<string, number> {
   const out = new Map<string, number>();
-  for (const chunk of text.split(/\s+/)) {
-    const terms = [...new Set(analyze(chunk))];
-    for (const t of terms) out.set(t, (out.get(t) ?? 0) + 1 / terms.length);
-  }
+  for (const { terms } of queryWords(text)) for (const t of terms) out.set(t, (out.get(t) ?? 0) + 1 / terms.length);
   return out;
+}
+
+/** The words a query writes between spaces, each with its distinct analysed terms (words without any, such as stop words, left out). */
+export function queryWords(text: string): { readonly word: string; readonly terms: readonly string[] }[] {
+  return text.split(/\s+/).flatMap((word) => {
+    const terms = [...new Set(analyze(word))];
+    return terms.length ? [{ word, terms }] : [];
+  });
 }

@@ -15,7 +15,7 @@
 import type { RepoPayload } from "../../dataset/record.js";
 import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
-import { LEXICAL_FIELDS } from "../../store/bm25f.js";
+import { LEXICAL_FIELDS, queryWords } from "../../store/bm25f.js";
 import type { Explanation } from "../../store/types.js";
 import { understandQuery, type QueryUnderstanding } from "../query.js";
 
@@ -183,11 +183,11 @@ function conceptCoverage(text: string, ex: Explanation, cands: readonly RankCand
   const T = ex.terms.length;
   const index = new Map(ex.terms.map((t, j) => [t.term, j]));
   const words: { terms: number[]; idf: number; language: string | null }[] = [];
-  for (const chunk of text.split(/\s+/)) {
-    const terms = [...new Set(analyze(chunk).flatMap((t) => (index.has(t) ? [index.get(t)!] : [])))];
+  for (const { word, terms: analysed } of queryWords(text)) {
+    const terms = analysed.flatMap((t) => (index.has(t) ? [index.get(t)!] : []));
     if (!terms.length) continue;
     const idf = Math.max(...terms.map((j) => ex.terms[j]!.idf));
-    words.push({ terms, idf, language: namesLanguage ? understandQuery(chunk).language : null });
+    words.push({ terms, idf, language: namesLanguage ? understandQuery(word).language : null });
   }
   const total = words.reduce((s, w) => s + w.idf, 0);
   const out = new Float32Array(cands.length);
