@@ -44,7 +44,6 @@ export {
   LEXICAL_FIELDS,
   LEXICAL_FORMAT_VERSION,
   lexicalDocOf,
-  queryTermWeights,
   type LexicalDoc,
   type LexicalField,
   type LexicalParams,

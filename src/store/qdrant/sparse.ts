@@ -93,7 +93,7 @@ export function lexicalDocVector(doc: LexicalDoc, params: SparseLexicalParams = 
   return { indices: entries.map(([id]) => id), values: entries.map(([, x]) => (x * (k1 + 1)) / (k1 + x)) };
 }
 
-/** A query's sparse vector: the count of each analysed term (Qdrant multiplies in the idf). */
+/** A query's sparse vector: each analysed term's query weight (../bm25f.ts queryTermWeights; Qdrant multiplies in the idf). */
 export function lexicalQueryVector(text: string): SparseVector {
   const qtf = new Map<number, number>();
   for (const [t, w] of queryTermWeights(text)) {
