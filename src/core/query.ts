@@ -64,14 +64,8 @@ const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
 ];
 
 export function understandQuery(query: string): QueryUnderstanding {
-  const q = collapseWhitespace(query.toLowerCase()).trim();
-  let language: string | null = null;
-  for (const [re, lang] of LANGUAGE_ALIASES) {
-    if (re.test(q)) {
-      language = lang;
-      break;
-    }
-  }
+  const q = normalize(query);
+  const language = languageIn(q);
   const categories: Category[] = [];
   const kinds: string[] = [];
   for (const [re, cat, label] of KIND_CUES) {
@@ -84,4 +78,19 @@ export function understandQuery(query: string): QueryUnderstanding {
   if (language !== null) notes.push(`language ${language}`);
   if (kinds.length) notes.push(`looking for ${kinds.slice(0, 2).join(" or ")}`);
   return { language, categories: categories.slice(0, 2), notes };
+}
+
+/** The programming language a text names (as stored in languageLc), or null; the ranker asks it of single query words. */
+export function languageNamed(text: string): string | null {
+  return languageIn(normalize(text));
+}
+
+function normalize(text: string): string {
+  return collapseWhitespace(text.toLowerCase()).trim();
+}
+
+/** The first language whose alias matches the normalised text. */
+function languageIn(q: string): string | null {
+  for (const [re, lang] of LANGUAGE_ALIASES) if (re.test(q)) return lang;
+  return null;
 }

@@ -17,7 +17,7 @@ import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
 import { LEXICAL_FIELDS, queryWords } from "../../store/bm25f.js";
 import type { Explanation } from "../../store/types.js";
-import { understandQuery, type QueryUnderstanding } from "../query.js";
+import { languageNamed, type QueryUnderstanding } from "../query.js";
 
 export const FEATURES = [
   // query
@@ -187,7 +187,7 @@ function conceptCoverage(text: string, ex: Explanation, cands: readonly RankCand
     const terms = analysed.flatMap((t) => (index.has(t) ? [index.get(t)!] : []));
     if (!terms.length) continue;
     const idf = Math.max(...terms.map((j) => ex.terms[j]!.idf));
-    words.push({ terms, idf, language: namesLanguage ? understandQuery(word).language : null });
+    words.push({ terms, idf, language: namesLanguage ? languageNamed(word) : null });
   }
   const total = words.reduce((s, w) => s + w.idf, 0);
   const out = new Float32Array(cands.length);
