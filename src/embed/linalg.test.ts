@@ -35,3 +35,29 @@ test("fitPca finds the dominant axis of elongated data", () => {
   pcaProject(p, Float32Array.of(1, 1, 0), 0, out, 0);
   assert.ok(Math.abs(Math.abs(out[0]!) - Math.SQRT2) < 0.05);
 });
+
+test("fitPca's blocked covariance is the row-by-row sum to the bit, whatever the count's remainder by four", () => {
+  const inDims = 9;
+  for (const count of [4, 9, 10, 11, 13]) {
+    const rows = new Float32Array(count * inDims);
+    let seed = count;
+    for (let i = 0; i < rows.length; i++) rows[i] = (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
+    const p = fitPca(rows, count, inDims, inDims);
+    // The reference: the mean, then each row's outer product added in row order.
+    const mean = new Float64Array(inDims);
+    for (let r = 0; r < count; r++) for (let j = 0; j < inDims; j++) mean[j]! += rows[r * inDims + j]!;
+    for (let j = 0; j < inDims; j++) mean[j]! /= count;
+    const cov = new Float64Array(inDims * inDims);
+    for (let r = 0; r < count; r++) {
+      for (let i = 0; i < inDims; i++) {
+        for (let j = i; j < inDims; j++) cov[i * inDims + j]! += (rows[r * inDims + i]! - mean[i]!) * (rows[r * inDims + j]! - mean[j]!);
+      }
+    }
+    for (let i = 0; i < inDims; i++) for (let j = i; j < inDims; j++) cov[j * inDims + i] = cov[i * inDims + j]! /= count;
+    const { values, vectors } = symmetricEigen(cov, inDims);
+    const order = [...values.keys()].sort((a, b) => values[b]! - values[a]!);
+    const expected = new Float64Array(inDims * inDims);
+    for (let c = 0; c < inDims; c++) for (let j = 0; j < inDims; j++) expected[c * inDims + j] = vectors[j * inDims + order[c]!]!;
+    assert.deepEqual(p.components, expected, `count ${count}`);
+  }
+});
