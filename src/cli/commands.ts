@@ -2,15 +2,25 @@ import cluster from "node:cluster";
 import { ReposearchError, ErrorCode } from "../common/errors.js";
 import { logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
-import { parseShard, runIndex, type IndexReport } from "../indexer/indexer.js";
-import { Progress } from "../indexer/progress.js";
-import { isClusterPrimary, reportWorkerReady, runClusterPrimary } from "../server/cluster.js";
-import { closeOnSignals, serve, type Role } from "../server/serve.js";
-import { openAccountStore } from "../gateway/accounts/index.js";
-import { BootstrapStore, FallbackStore, hasPublishedIndex as hasPublishedEmbeddedIndex } from "../store/embedded/index.js";
+import type { IndexReport } from "../indexer/indexer.js";
+import type { Role } from "../server/serve.js";
 import type { VectorStore } from "../store/types.js";
 import type { AccountStore } from "../gateway/accounts/types.js";
 import { VERSION, type Command } from "./command.js";
+
+// A command imports what it runs when it runs: the server's modules alone take 1.1 s to load here, which
+// `reposearch admin`, `search --url` or a mistyped flag should not wait for.
+const serverModule = () => import("../server/serve.js");
+const clusterModule = () => import("../server/cluster.js");
+const embeddedModule = () => import("../store/embedded/index.js");
+
+async function openStore(config: Config): Promise<VectorStore> {
+  return (await import("../store/factory.js")).openStore(config);
+}
+
+async function openAccountStore(config: Config): Promise<AccountStore> {
+  return (await import("../gateway/accounts/index.js")).openAccountStore(config);
+}
 
 /** What `reposearch start` prints once it serves. */
 function startBanner(url: string, grpcAddress: string, key: string, firstBuild: boolean, processes: number): string {
@@ -30,7 +40,7 @@ function startBanner(url: string, grpcAddress: string, key: string, firstBuild: 
 
 /** Whether the configured store has a published version, without loading an embedded index. */
 async function hasPublishedIndex(config: Config): Promise<boolean> {
-  if (config.vectorStore.kind === "embedded") return await hasPublishedEmbeddedIndex(config.dataDir);
+  if (config.vectorStore.kind === "embedded") return await (await embeddedModule()).hasPublishedIndex(config.dataDir);
   const store = await openStore(config);
   try {
     return (await store.info()).version !== null;
@@ -41,6 +51,7 @@ async function hasPublishedIndex(config: Config): Promise<boolean> {
 
 /** A cluster worker of `serve` or `start`: serves the role, tells the primary, and exits after a graceful close. */
 async function serveAsWorker(config: Config, role: Role): Promise<number> {
+  const [{ serve, closeOnSignals }, { reportWorkerReady }] = await Promise.all([serverModule(), clusterModule()]);
   try {
     const running = await serve(config, role, VERSION);
     reportWorkerReady(running);
@@ -69,7 +80,6 @@ import { adminCommands } from "./admin-commands.js";
 import { searchCommands } from "./search-commands.js";
 import { storeCommands } from "./store-commands.js";
 import { trainCommands } from "./train-commands.js";
-import { openStore } from "../store/factory.js";
 
 function positiveInt(flag: string, v: string | boolean | undefined): number | undefined {
   if (v === undefined) return undefined;
@@ -87,6 +97,7 @@ async function buildIndex(config: Config, opts: { limit?: number | undefined; sh
       "no dataset: pass --dataset PATH_OR_URL or set DATASET (the default ../shared/data/repos.jsonl.gz does not exist)",
     );
   }
+  const [{ runIndex, parseShard }, { Progress }] = await Promise.all([import("../indexer/indexer.js"), import("../indexer/progress.js")]);
   const store = await openStore(config);
   try {
     return await runIndex({
@@ -166,6 +177,7 @@ export const commands: Record<string, Command> = {
     async run({ config, values }) {
       const role = (values.role as string | undefined) ?? "all";
       if (role !== "all" && role !== "core" && role !== "gateway") throw new ReposearchError(ErrorCode.ValidationError, "--role must be all, core or gateway");
+      const { isClusterPrimary, runClusterPrimary } = await clusterModule();
       if (isClusterPrimary(config)) {
         // SERVE_PROCESSES > 1: this process forks the workers (each re-runs this command) and serves nothing itself.
         await runClusterPrimary(config, role, {
@@ -178,6 +190,7 @@ export const commands: Record<string, Command> = {
         return 0;
       }
       if (cluster.isWorker) return serveAsWorker(config, role);
+      const { serve, closeOnSignals } = await serverModule();
       const running = await serve(config, role, VERSION);
       if (running.gateway) console.log(`reposearch ${VERSION} serving at ${running.gateway.url}`);
       if (running.core) console.log(`search core (gRPC) at ${running.core.grpc.address}`);
@@ -193,6 +206,7 @@ export const commands: Record<string, Command> = {
     async run({ config }) {
       // A worker forked by the branch below serves; it builds nothing and prints nothing.
       if (cluster.isWorker) return serveAsWorker(config, "all");
+      const { isClusterPrimary, runClusterPrimary } = await clusterModule();
       if (isClusterPrimary(config) && (await hasPublishedIndex(config))) {
         // An index is published: serve it from SERVE_PROCESSES workers, as `serve` does. (A first run
         // builds in this process beside a one-process bootstrap server: see below.)
@@ -218,6 +232,7 @@ export const commands: Record<string, Command> = {
         // First run: answer lexical-only from an in-memory index within seconds while the full index
         // builds; the served store switches to the published version as soon as it appears.
         logger.info("no published index: serving a lexical-only bootstrap index while the full index builds", { dataDir: config.dataDir });
+        const { BootstrapStore, FallbackStore } = await embeddedModule();
         store.watch(config.server.indexWatchIntervalMs);
         servedStore = new FallbackStore(store, await BootstrapStore.build(config.dataset, { logger }), () =>
           logger.info("the full index is published; serving it (lexical and dense)"),
@@ -230,6 +245,7 @@ export const commands: Record<string, Command> = {
           printReport(await buildIndex(config, {}));
         }
       }
+      const { serve, closeOnSignals } = await serverModule();
       const running = await serve(config, "all", VERSION, servedStore ? { store: servedStore } : {});
       const key = await devKey(running.gateway!.accounts);
       console.log(startBanner(running.gateway!.url, running.core!.grpc.address, key, firstBuild, 1));

@@ -11,14 +11,10 @@ import { logger } from "../common/logger.js";
 import type { Config } from "../config/config.js";
 import { repositoryRequestSchema, similarRequestSchema } from "../contract/repository-requests.js";
 import { searchRequestSchema } from "../contract/search-request.js";
-import { loadQueryEmbedder } from "../embed/factory.js";
 import { RepoSearchClient } from "../client/client.js";
 import type { SearchResponse } from "../client/types.js";
 import { contractFailure, type RepoSearchApi } from "../mcp/api.js";
 import { describeFilters, renderRepository } from "../mcp/render.js";
-import { serveStdio } from "../mcp/transports.js";
-import { openLocalApi } from "../server/local-api.js";
-import { openStore } from "../store/factory.js";
 import type { ScoredPoint } from "../store/types.js";
 import { UsageError, VERSION, type Command, type CommandContext } from "./command.js";
 import { checkRequest, FILTER_OPTIONS, FILTER_USAGE, filtersFromFlags, limitFromFlags } from "./search-flags.js";
@@ -37,6 +33,8 @@ async function openApi(config: Config, values: CommandContext["values"]): Promis
   const apiKey = typeof values["api-key"] === "string" ? values["api-key"] : config.remote.apiKey;
   if (url === null) {
     if (typeof values["api-key"] === "string") throw new UsageError("--api-key needs a remote service: --url URL or REPOSEARCH_URL");
+    // The local core, the store and the MCP transports load only when used (see commands.ts).
+    const { openLocalApi } = await import("../server/local-api.js");
     const local = await openLocalApi(config, { logger: logger.child({ component: "core" }) });
     return { api: local, close: () => local.close() };
   }
@@ -108,6 +106,7 @@ function onePositional(positionals: readonly string[], what: string): string {
 
 /** The `--mode` debugging path: the store's raw dense or lexical hits, no ranker, no filters. */
 async function rawSearch(config: Config, text: string, limit: number, mode: "dense" | "lexical"): Promise<number> {
+  const [{ openStore }, { loadQueryEmbedder }] = await Promise.all([import("../store/factory.js"), import("../embed/factory.js")]);
   const store = await openStore(config);
   try {
     const info = await store.info();
@@ -192,6 +191,7 @@ export const searchCommands: Record<string, Command> = {
     usage: `reposearch mcp ${REMOTE_USAGE}`,
     options: { ...REMOTE_OPTIONS },
     async run(ctx) {
+      const { serveStdio } = await import("../mcp/transports.js");
       const { api, close } = await openApi(ctx.config, ctx.values);
       try {
         await serveStdio(api, { version: VERSION });
