@@ -61,3 +61,25 @@ test("fitPca's blocked covariance is the row-by-row sum to the bit, whatever the
     assert.deepEqual(p.components, expected, `count ${count}`);
   }
 });
+
+test("pcaProject gives the plain loop's values to the bit, for axis counts that are not a multiple of four", () => {
+  const inDims = 11;
+  const count = 40;
+  const rows = new Float32Array(count * inDims);
+  let seed = 3;
+  for (let i = 0; i < rows.length; i++) rows[i] = (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
+  for (const dims of [1, 4, 7, 11]) {
+    const p = fitPca(rows, count, inDims, dims);
+    for (let r = 0; r < count; r++) {
+      const out = new Float32Array(dims);
+      pcaProject(p, rows, r * inDims, out, 0);
+      const expected = new Float32Array(dims);
+      for (let c = 0; c < dims; c++) {
+        let s = 0;
+        for (let j = 0; j < inDims; j++) s += (rows[r * inDims + j]! - p.mean[j]!) * p.components[c * inDims + j]!;
+        expected[c] = s;
+      }
+      assert.deepEqual(out, expected, `dims ${dims}, row ${r}`);
+    }
+  }
+});
