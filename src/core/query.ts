@@ -94,3 +94,105 @@ function languageIn(q: string): string | null {
   for (const [re, lang] of LANGUAGE_ALIASES) if (re.test(q)) return lang;
   return null;
 }
+
+/** Words after which a query's head noun has been said: "web framework for rust" → "framework". */
+const AFTER_HEAD = new Set([
+  "for",
+  "with",
+  "in",
+  "on",
+  "of",
+  "that",
+  "to",
+  "from",
+  "without",
+  "by",
+  "using",
+  "via",
+  "into",
+  "over",
+  "like",
+  "as",
+  "which",
+  "who",
+  "where",
+  "at",
+  "under",
+  "across",
+  "between",
+  "inside",
+  "within",
+  "than",
+  "when",
+  "written",
+  "built",
+  "based",
+]);
+/** Words ending in "s" that are not plurals, or name one thing. */
+const NOT_PLURAL = new Set([
+  "kubernetes",
+  "postgres",
+  "redis",
+  "ios",
+  "macos",
+  "aws",
+  "news",
+  "series",
+  "analysis",
+  "status",
+  "sass",
+  "less",
+  "express",
+  "windows",
+  "css",
+  "sms",
+  "dns",
+  "https",
+  "tls",
+  "ssl",
+  "rails",
+  "pandas",
+  "numpy",
+  "graphics",
+  "physics",
+  "mathematics",
+  "statistics",
+  "analytics",
+  "devops",
+  "gitops",
+  "mlops",
+  "chaos",
+  "canvas",
+  "atlas",
+  "paas",
+  "saas",
+  "iaas",
+  "faas",
+  "k8s",
+  "cms",
+  "lens",
+  "pages",
+  "emacs",
+  "ops",
+]);
+
+/**
+ * Whether the query asks for a kind of thing in the plural ("Python libraries for image processing",
+ * "Terminal web browsers"): options to choose from, where a singular query ("web server", "password
+ * manager") asks for the thing, usually the one everybody names. The head noun is the last word before
+ * the first word that qualifies it ("for", "with", …), else the last word.
+ */
+export function asksForMany(text: string): boolean {
+  const words =
+    text
+      .toLowerCase()
+      .replace(/\([^)]*\)/g, " ")
+      .match(/[a-z0-9][a-z0-9.+#'-]*/g) ?? [];
+  let head: string | null = null;
+  for (const w of words) {
+    if (head !== null && AFTER_HEAD.has(w)) break;
+    head = w;
+  }
+  if (head === null || head.length < 4 || NOT_PLURAL.has(head)) return false;
+  return head.endsWith("s") && !/(?:ss|us|is|'s)$/.test(head);
+}

@@ -82,4 +82,20 @@ describe("ranking features", () => {
     const plain = extractFeatures(ctx(null), [cand(onlyWiki), cand(selfHost), cand(pythonWiki)]);
     assert.ok(Math.abs(feature(plain, 2, "coverage") - 4 / 8.5) < 1e-6);
   });
+  it("single_* are fame where the query asks for one thing, and neutral where it asks for many", () => {
+    const small = payload("a/small", "a tool", { stars: 10 });
+    const famous = payload("a/famous", "a tool", { stars: 50_000 });
+    const ctx = (text: string): QueryContext => ({ ...context([0.5, 0.5]), text });
+    const one = extractFeatures(ctx("password manager"), [cand(small), cand(famous)]);
+    const many = extractFeatures(ctx("Python libraries for passwords"), [cand(small), cand(famous)]);
+    for (const row of [0, 1]) {
+      assert.equal(feature(one, row, "single_stars_gap"), feature(one, row, "stars_gap"));
+      assert.equal(feature(one, row, "single_fame_rank"), feature(one, row, "fame_rank"));
+      assert.equal(feature(many, row, "single_stars_gap"), 0);
+      assert.equal(feature(many, row, "single_fame_rank"), Math.fround(Math.log2(2 + 256)));
+      // The other features do not depend on the query's number.
+      assert.equal(feature(many, row, "stars_gap"), feature(one, row, "stars_gap"));
+    }
+    assert.ok(feature(one, 0, "single_stars_gap") > 8, "the small one is far behind the famous one (log stars)");
+  });
 });

@@ -17,7 +17,7 @@ import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
 import { LEXICAL_FIELDS, queryWords } from "../../store/bm25f.js";
 import type { Explanation } from "../../store/types.js";
-import { languageNamed, type QueryUnderstanding } from "../query.js";
+import { asksForMany, languageNamed, type QueryUnderstanding } from "../query.js";
 
 export const FEATURES = [
   // query
@@ -55,6 +55,12 @@ export const FEATURES = [
   "category_listy",
   "description_words",
   "topics",
+  // fame where the query asks for one thing (query.ts, asksForMany): "password manager" wants the
+  // project everyone names, "Python libraries for image processing" a range to choose from. A query
+  // feature alone cannot say this: it moves every candidate of a query alike, and the trees' first
+  // split on it gains nothing, so the intent enters through the candidates' fame.
+  "single_stars_gap",
+  "single_fame_rank",
 ] as const;
 export type FeatureName = (typeof FEATURES)[number];
 export const FEATURE_COUNT = FEATURES.length;
@@ -137,6 +143,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     ctx.lexicalTop > 0 ? 1 - ctx.lexicalTenth / ctx.lexicalTop : 0,
     denseTop,
   ];
+  const single = !asksForMany(ctx.text);
   for (let i = 0; i < n; i++) {
     const c = cands[i]!;
     const p = c.payload;
@@ -168,6 +175,8 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.category_listy] = p.category === "curated-list" || p.category === "educational" ? 1 : 0;
     row[IX.description_words] = facts.descriptionWords;
     row[IX.topics] = Math.min(20, p.topics.length);
+    row[IX.single_stars_gap] = single ? row[IX.stars_gap]! : 0;
+    row[IX.single_fame_rank] = single ? row[IX.fame_rank]! : Math.log2(2 + MISSING_RANK);
   }
   return out;
 }

@@ -1,0 +1,25 @@
+import assert from "node:assert/strict";
+import { describe, it } from "vitest";
+import { asksForMany } from "./query.js";
+
+describe("asksForMany: a kind of thing asked for in the plural", () => {
+  it("reads the head noun, the last word before what qualifies it", () => {
+    for (const q of [
+      "Python libraries for image processing",
+      "Terminal web browsers",
+      "Interactive Python interpreters (REPL)",
+      ".NET compilers, transpilers and languages",
+      "build ui components in isolation",
+    ]) {
+      assert.equal(asksForMany(q), true, q);
+    }
+    for (const q of ["web server", "password manager", "MCP server for cloud storage", "web framework for rust", "library for parsing dates with utilities"]) {
+      assert.equal(asksForMany(q), false, q);
+    }
+  });
+
+  it("words that end in s without being plurals ask for one thing", () => {
+    for (const q of ["kubernetes", "managed postgres", "gnu emacs", "css", "orchestrator for kubernetes", "physics"]) assert.equal(asksForMany(q), false, q);
+    for (const q of ["process", "prometheus", "status", "exodus"]) assert.equal(asksForMany(q), false, q);
+  });
+});
