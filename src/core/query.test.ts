@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "vitest";
-import { asksForMany } from "./query.js";
+import { asksForMany, headPhrase } from "./query.js";
 
 describe("asksForMany: a kind of thing asked for in the plural", () => {
   it("reads the head noun, the last word before what qualifies it", () => {
@@ -21,5 +21,19 @@ describe("asksForMany: a kind of thing asked for in the plural", () => {
   it("words that end in s without being plurals ask for one thing", () => {
     for (const q of ["kubernetes", "managed postgres", "gnu emacs", "css", "orchestrator for kubernetes", "physics"]) assert.equal(asksForMany(q), false, q);
     for (const q of ["process", "prometheus", "status", "exodus"]) assert.equal(asksForMany(q), false, q);
+  });
+});
+
+describe("headPhrase: the words that say what is asked for", () => {
+  it("stops at the first word that qualifies them; the last is the head noun", () => {
+    assert.deepEqual(headPhrase("web framework for rust"), ["web", "framework"]);
+    assert.deepEqual(headPhrase("Java framework for building microservices"), ["java", "framework"]);
+    assert.deepEqual(headPhrase("Python libraries (fast) with async support"), ["python", "libraries"]);
+    assert.deepEqual(headPhrase("relational database"), ["relational", "database"]);
+  });
+
+  it("a query that opens with a qualifying word keeps it: there is nothing before it to qualify", () => {
+    assert.deepEqual(headPhrase("for loops in bash"), ["for", "loops"]);
+    assert.deepEqual(headPhrase(""), []);
   });
 });

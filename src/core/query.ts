@@ -183,16 +183,30 @@ const NOT_PLURAL = new Set([
  * the first word that qualifies it ("for", "with", …), else the last word.
  */
 export function asksForMany(text: string): boolean {
+  const head = headNoun(text);
+  if (head === null || head.length < 4 || NOT_PLURAL.has(head)) return false;
+  return head.endsWith("s") && !/(?:ss|us|is|'s)$/.test(head);
+}
+
+/**
+ * The words that say what is asked for: those before the first word that qualifies them ("web
+ * framework" of "web framework for rust"), the last of them being the head noun.
+ */
+export function headPhrase(text: string): readonly string[] {
   const words =
     text
       .toLowerCase()
       .replace(/\([^)]*\)/g, " ")
       .match(/[a-z0-9][a-z0-9.+#'-]*/g) ?? [];
-  let head: string | null = null;
+  const out: string[] = [];
   for (const w of words) {
-    if (head !== null && AFTER_HEAD.has(w)) break;
-    head = w;
+    if (out.length && AFTER_HEAD.has(w)) break;
+    out.push(w);
   }
-  if (head === null || head.length < 4 || NOT_PLURAL.has(head)) return false;
-  return head.endsWith("s") && !/(?:ss|us|is|'s)$/.test(head);
+  return out;
+}
+
+function headNoun(text: string): string | null {
+  const words = headPhrase(text);
+  return words.length ? words[words.length - 1]! : null;
 }

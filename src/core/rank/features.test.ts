@@ -98,4 +98,29 @@ describe("ranking features", () => {
     }
     assert.ok(feature(one, 0, "single_stars_gap") > 8, "the small one is far behind the famous one (log stars)");
   });
+
+  it("head_coverage is the coverage of the words before the query's qualifiers, head_said whether the head noun is said", () => {
+    // "relational database for java": an ORM says relational and java, a database server says database.
+    const terms = [
+      { term: "relat", idf: 2 },
+      { term: "databas", idf: 1 },
+      { term: "java", idf: 1.5 },
+    ];
+    const orm = payload("a/orm", "object relational mapper", { languageLc: "java" });
+    const server = payload("a/server", "a database", { languageLc: "c" });
+    const found = Uint8Array.from([1, 0, 1, 0, 1, 0]);
+    const ctx: QueryContext = {
+      ...context([0.5, 0.5]),
+      text: "relational database for java",
+      understanding: { language: "java", categories: [], notes: [] },
+      explanation: { ...context([0.5, 0.5]).explanation, terms, found },
+    };
+    const rows = extractFeatures(ctx, [cand(orm), cand(server)]);
+    assert.ok(Math.abs(feature(rows, 0, "coverage") - 3.5 / 4.5) < 1e-6, "the ORM says more of the whole query");
+    assert.ok(Math.abs(feature(rows, 1, "coverage") - 1 / 4.5) < 1e-6);
+    assert.ok(Math.abs(feature(rows, 0, "head_coverage") - 2 / 3) < 1e-6, "relational, of relational database");
+    assert.ok(Math.abs(feature(rows, 1, "head_coverage") - 1 / 3) < 1e-6, "database");
+    assert.equal(feature(rows, 0, "head_said"), 0, "the ORM is not a database");
+    assert.equal(feature(rows, 1, "head_said"), 1);
+  });
 });

@@ -17,7 +17,7 @@ import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
 import { LEXICAL_FIELDS, queryWords } from "../../store/bm25f.js";
 import type { Explanation } from "../../store/types.js";
-import { asksForMany, languageNamed, type QueryUnderstanding } from "../query.js";
+import { asksForMany, headPhrase, languageNamed, type QueryUnderstanding } from "../query.js";
 
 export const FEATURES = [
   // query
@@ -61,6 +61,11 @@ export const FEATURES = [
   // split on it gains nothing, so the intent enters through the candidates' fame.
   "single_stars_gap",
   "single_fame_rank",
+  // what the thing asked for is, apart from what qualifies it (query.ts, headPhrase): of "relational
+  // database for java" an ORM says relational and java, a database server says database. The share of
+  // the head phrase's words said, and whether the head noun is.
+  "head_coverage",
+  "head_said",
 ] as const;
 export type FeatureName = (typeof FEATURES)[number];
 export const FEATURE_COUNT = FEATURES.length;
@@ -128,6 +133,9 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     if (facts.pushedMs !== null && facts.pushedMs > pushedTop) pushedTop = facts.pushedMs;
   }
   const coverage = conceptCoverage(ctx.text, ex, cands, ctx.understanding.language !== null);
+  const head = headPhrase(ctx.text);
+  const headCoverage = conceptCoverage(head.join(" "), ex, cands, ctx.understanding.language !== null);
+  const headSaid = conceptCoverage(head.slice(-1).join(" "), ex, cands, false);
   let coverageTop = 0;
   for (let i = 0; i < n; i++) coverageTop = Math.max(coverageTop, coverage[i]!);
   const fameRank = famousAmongMatching(cands, coverage, coverageTop * WELL_MATCHED);
@@ -177,6 +185,8 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.topics] = Math.min(20, p.topics.length);
     row[IX.single_stars_gap] = single ? row[IX.stars_gap]! : 0;
     row[IX.single_fame_rank] = single ? row[IX.fame_rank]! : Math.log2(2 + MISSING_RANK);
+    row[IX.head_coverage] = headCoverage[i]!;
+    row[IX.head_said] = headSaid[i]!;
   }
   return out;
 }
