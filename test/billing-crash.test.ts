@@ -173,12 +173,16 @@ describe.each([["sqlite"], ["postgres"]] as const)("kill -9 under paid traffic (
 
       // Paid traffic: 30 clients, each one search after another, until the gateway dies.
       const answered = new Set<string>();
+      // Clients waiting for an answer: when all of them are, every answer received is in `answered`.
+      const waiting = new Set<number>();
       let stop = false;
       const client = async (i: number): Promise<void> => {
         for (let n = 0; !stop; n++) {
           try {
+            waiting.add(i);
             const res = await postSearch(gatewayUrl, { query: `command line parser ${i} ${n}`, limit: 5 }, account.key);
             const body = (await res.json()) as { results?: unknown[] };
+            waiting.delete(i);
             assert.equal(res.status, 200, JSON.stringify(body));
             answered.add(res.headers.get("x-request-id")!);
           } catch {
@@ -192,7 +196,18 @@ describe.each([["sqlite"], ["postgres"]] as const)("kill -9 under paid traffic (
       // Freeze the core: every client's next search is charged, then waits for it.
       process.kill(core.child.pid!, "SIGSTOP");
       try {
-        const stuck = await waitUntil(async () => (await store.openReservations(1_000)).length === CLIENTS, 60_000, 100);
+        // Each client's next search charged and stuck, and every answered one settled. An answer's charge
+        // settles after the answer has left (src/gateway/app.ts), so a count of open reservations alone
+        // can be met by stuck searches plus answered ones not yet settled, which a kill then refunds.
+        const stuck = await waitUntil(
+          async () => {
+            if (waiting.size !== CLIENTS) return false;
+            const open = await store.openReservations(1_000);
+            return open.length === CLIENTS && open.every((r) => !answered.has(r.requestId));
+          },
+          60_000,
+          100,
+        );
         assert.ok(stuck, `open reservations: ${(await store.openReservations(1_000)).length}`);
         const before = await backend.entries(account.id);
         assert.equal(before.debits.size - before.refunds.size, answered.size + CLIENTS, "each client has one search charged in flight");
