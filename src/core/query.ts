@@ -179,13 +179,13 @@ const NOT_PLURAL = new Set([
 /**
  * Whether the query asks for a kind of thing in the plural ("Python libraries for image processing",
  * "Terminal web browsers"): options to choose from, where a singular query ("web server", "password
- * manager") asks for the thing, usually the one everybody names. The head noun is the last word before
- * the first word that qualifies it ("for", "with", …), else the last word.
+ * manager") asks for the thing, usually the one everybody names. `head` is the query's headPhrase: its
+ * last word is the head noun.
  */
-export function asksForMany(text: string): boolean {
-  const head = headNoun(text);
-  if (head === null || head.length < 4 || NOT_PLURAL.has(head)) return false;
-  return head.endsWith("s") && !/(?:ss|us|is|'s)$/.test(head);
+export function asksForMany(head: readonly string[]): boolean {
+  const noun = head.at(-1);
+  if (noun === undefined || noun.length < 4 || NOT_PLURAL.has(noun)) return false;
+  return noun.endsWith("s") && !/(?:ss|us|is|'s)$/.test(noun);
 }
 
 /**
@@ -204,9 +204,4 @@ export function headPhrase(text: string): readonly string[] {
     out.push(w);
   }
   return out;
-}
-
-function headNoun(text: string): string | null {
-  const words = headPhrase(text);
-  return words.length ? words[words.length - 1]! : null;
 }

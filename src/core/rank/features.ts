@@ -151,7 +151,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     ctx.lexicalTop > 0 ? 1 - ctx.lexicalTenth / ctx.lexicalTop : 0,
     denseTop,
   ];
-  const single = !asksForMany(ctx.text);
+  const single = !asksForMany(head);
   for (let i = 0; i < n; i++) {
     const c = cands[i]!;
     const p = c.payload;
