@@ -252,7 +252,10 @@ function evalSection(root: string, glance: Glance[]): Section {
         `${int(dup.listsWithDuplicates)} of ${int(dup.listsChecked)} lists` +
         (dup.wouldMerge !== undefined ? `; ${int(dup.wouldMerge)} the merge rule would join` : "") +
         (why.length ? `, the rest kept apart as different projects (${why.join("; ")})` : "") +
-        ".",
+        "." +
+        (dup.twinPairs !== undefined
+          ? ` Transfers listed twice (same repository name, stars and forks within 2 %, the merge's fourth tier): ${int(dup.twinPairs)} pairs in ${int(dup.listsWithTwins)} lists.`
+          : ""),
     );
   }
   if (pool || dup) lines.push("");
@@ -756,15 +759,37 @@ function dedupSection(root: string): Section {
           ["projects with merged names (groups)", int(j.groups)],
           ["names merged as aliases", int(j.aliases)],
           ["generic groups left alone", int(j.skippedGeneric)],
-          ["labelled pairs: same / different / unsure", `${int(j.same)} / ${int(j.different)} / ${int(j.unsure)} of ${int(j.sample)}`],
-          ["labelled pairs the rule no longer merges", int(j.noLongerMerged)],
-          ["precision (unsure left out)", q3(j.precision)],
-          ["precision (unsure counted as false merges)", q3(j.pessimisticPrecision)],
+          ["precision of all merges (each tier's, weighted by its merges)", q3(j.precision)],
         ],
       ),
       "",
+      ...dedupTiers(obj(j.samples)),
     ],
   };
+}
+
+/** One row per merge tier: its merges, its labelled pairs and their precision. */
+function dedupTiers(samples: Record<string, unknown> | null): string[] {
+  if (!samples) return [];
+  const rows = Object.entries(samples).map(([tier, v]) => {
+    const t = obj(v);
+    return [
+      tier,
+      int(t?.merges),
+      `${int(t?.same)} / ${int(t?.different)} / ${int(t?.unsure)}`,
+      int(t?.noLongerMerged),
+      q3(t?.precision),
+      q3(t?.pessimisticPrecision),
+    ];
+  });
+  return [
+    ...table(
+      ["tier", "merges", "labelled: same / different / unsure", "no longer merged", "precision", "unsure as false"],
+      ["l", "r", "r", "r", "r", "r"],
+      rows,
+    ),
+    "",
+  ];
 }
 
 // ---- the page --------------------------------------------------------------------------------------

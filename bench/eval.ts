@@ -30,7 +30,7 @@ import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig, projectRoot } from "../src/config/config.js";
-import { descriptionWords, genericReason, type GenericReason } from "../src/corpus/dedup.js";
+import { descriptionWords, genericReason, repoPart, twins, type GenericReason } from "../src/corpus/dedup.js";
 import { prepareCorpus } from "../src/corpus/prepare.js";
 import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "../src/core/engine.js";
 import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
@@ -350,9 +350,27 @@ async function main(): Promise<void> {
   let listsWithDup = 0;
   let listsChecked = 0;
   const dupExamples = new Set<string>();
+  // A transfer seen under two names that the index kept apart: the fourth merge tier's test (twins) on
+  // two results of one list. Counted apart from the look-alikes: their descriptions differ.
+  const payloadOf = new Map(seg.payloads.map((p) => [p.key, p]));
+  let twinPairs = 0;
+  let listsWithTwins = 0;
+  const twinExamples = new Set<string>();
   for (const run of [shippedRun, rerankRun]) {
     for (const ranked of run.rankings.values()) {
       listsChecked++;
+      const byName = new Map<string, string[]>();
+      for (const k of ranked) byName.set(repoPart(k), [...(byName.get(repoPart(k)) ?? []), k]);
+      let twinsHere = 0;
+      for (const keys of byName.values())
+        for (let i = 0; i < keys.length; i++)
+          for (let j = i + 1; j < keys.length; j++)
+            if (twins(payloadOf.get(keys[i]!)!, payloadOf.get(keys[j]!)!)) {
+              twinsHere++;
+              twinExamples.add(`${keys[i]} = ${keys[j]}`);
+            }
+      twinPairs += twinsHere;
+      if (twinsHere) listsWithTwins++;
       const seen = new Map<string, string>();
       let dup = 0;
       for (const k of ranked) {
@@ -375,6 +393,9 @@ async function main(): Promise<void> {
   console.log(
     `duplicate projects: ${dupPairs} look-alike pairs in ${listsWithDup} of ${listsChecked} result lists (top 50, default and rerank runs); ` +
       `${wouldMerge} the merge rule would join, ${dupPairs - wouldMerge} it keeps apart as different projects${dupExamples.size ? `: ${[...dupExamples].join("; ")}` : ""}`,
+  );
+  console.log(
+    `transfers listed twice (same repository part, stars and forks within 2 %): ${twinPairs} pairs in ${listsWithTwins} lists${twinExamples.size ? `: ${[...twinExamples].join("; ")}` : ""}`,
   );
 
   console.log("\nper-list nDCG@10 (dev)");
@@ -407,6 +428,9 @@ async function main(): Promise<void> {
       listsWithDuplicates: listsWithDup,
       listsChecked,
       examples: [...dupExamples],
+      twinPairs,
+      listsWithTwins,
+      twinExamples: [...twinExamples],
     },
     tuning: tuning?.summary ?? (await earlierTuning(ranker.training)),
     teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "vitest";
 import { rec } from "../../test/support/test-records.js";
 import type { RepoRecord } from "../dataset/record.js";
-import { dedupeProjects, descriptionWords, genericReason } from "./dedup.js";
+import { dedupeProjects, descriptionWords, genericReason, twins } from "./dedup.js";
 
 const react = (name: string, extra: Partial<RepoRecord>) => rec(name, "The library for web and native user interfaces.", extra);
 
@@ -184,5 +184,71 @@ test("tier 3 joins whole groups: an incubating name with its own old copies land
     ["apache/superset"],
   );
   assert.deepEqual([...d.records[0]!.aliases].sort(), ["airbnb/incubator-superset", "apache/incubator-superset"]);
+  assert.equal(d.groups, 1);
+});
+
+test("tier 4: a transfer seen under both names joins by its stars and forks, though its description was edited", () => {
+  const records = [
+    rec("square/okhttp", "Square’s meticulous HTTP client for the JVM, Android, and GraalVM.", {
+      stars: 46_998,
+      forks: 9_277,
+      lastSeen: "2026-07-16T00:00:00.000Z",
+    }),
+    rec("lysine-dev/okhttp", "A meticulous HTTP client for the JVM, Android, and GraalVM.", {
+      stars: 47_048,
+      forks: 9_295,
+      lastSeen: "2026-08-22T00:00:00.000Z",
+    }),
+    // An empty description does not keep two names with the same counts apart.
+    rec("microsoft/TaskMatrix", null, { stars: 34_259, forks: 3_354, lastSeen: "2023-11-06T00:00:00.000Z" }),
+    rec("chenfei-wu/TaskMatrix", null, { stars: 34_008, forks: 3_311, lastSeen: "2026-08-21T00:00:00.000Z" }),
+  ];
+  for (const order of [records, [...records].reverse()]) {
+    const d = dedupeProjects(order);
+    assert.deepEqual(d.records.map((r) => r.key).sort(), ["chenfei-wu/taskmatrix", "lysine-dev/okhttp"]);
+    assert.equal(d.aliasOf.get("square/okhttp"), "lysine-dev/okhttp");
+    assert.equal(d.aliasOf.get("microsoft/taskmatrix"), "chenfei-wu/taskmatrix");
+    assert.equal(d.merged, 2);
+  }
+});
+
+test("tier 4 leaves alone: counts apart by more than 2 %, unknown forks, few stars, other names and other descriptions", () => {
+  const base = { stars: 20_000, forks: 3_000, lastSeen: "2026-08-22T00:00:00.000Z" };
+  const pairs: [RepoRecord, RepoRecord][] = [
+    [rec("a/tool", "A fast tool for builds", base), rec("b/tool", "A fast tool for builds and tests", { ...base, stars: 20_500 })],
+    [rec("a/tool", "A fast tool for builds", base), rec("b/tool", "A fast tool for builds and tests", { ...base, forks: 3_100 })],
+    [rec("a/tool", "A fast tool for builds", base), rec("b/tool", "A fast tool for builds and tests", { ...base, forks: null })],
+    [
+      rec("a/tool", "A fast tool for builds", { ...base, stars: 400, forks: 40 }),
+      rec("b/tool", "A fast tool for builds and tests", { ...base, stars: 401, forks: 40 }),
+    ],
+    [rec("a/tool", "A fast tool for builds", base), rec("b/other", "A fast tool for builds and tests", base)],
+    [
+      rec("a/blender-mcp", "Community plugin to control Blender 3D with any LLM", base),
+      rec("b/blender-mcp", "Control Blender with Claude: prompt-driven modelling", base),
+    ],
+  ];
+  for (const [x, y] of pairs) {
+    assert.equal(
+      twins(x, y),
+      false,
+      `${x.name} ${JSON.stringify([x.stars, x.forks, x.description])} / ${y.name} ${JSON.stringify([y.stars, y.forks, y.description])}`,
+    );
+    assert.equal(dedupeProjects([x, y]).merged, 0);
+  }
+  assert.equal(twins(pairs[0]![0], { ...pairs[0]![1], stars: 20_400 }), true, "2 % of the larger count is still close");
+});
+
+test("tier 4 joins whole groups: a chain of renames ends at the newest name", () => {
+  const d = dedupeProjects([
+    rec("nrk/predis", "Flexible and feature-complete Redis client for PHP and HHVM", { stars: 6_443, forks: 840, lastSeen: "2020-08-12T00:00:00.000Z" }),
+    rec("predishq/predis", "A flexible and feature-complete Redis client for PHP.", { stars: 6_455, forks: 842, lastSeen: "2020-08-14T00:00:00.000Z" }),
+    rec("predis/predis", "A flexible and feature-complete Redis client for PHP.", { stars: 7_780, forks: 1_024, lastSeen: "2026-08-21T00:00:00.000Z" }),
+  ]);
+  assert.deepEqual(
+    d.records.map((r) => r.key),
+    ["predis/predis"],
+  );
+  assert.deepEqual([...d.records[0]!.aliases].sort(), ["nrk/predis", "predishq/predis"]);
   assert.equal(d.groups, 1);
 });

@@ -13,7 +13,8 @@
  * A second tier catches renames whose description was edited on the way: same repository part, the
  * older description's words all in the newer one's, and the older name no longer seen for months
  * (mergeReworded). A third joins an incubating name to the graduated one of the same owner
- * (`apache/incubator-superset` → `apache/superset`: mergeGraduated).
+ * (`apache/incubator-superset` → `apache/superset`: mergeGraduated). A fourth joins a transfer the crawl
+ * saw under both names, by its counts: same repository part, stars and forks within 2 % (mergeTwins).
  *
  * Same name and description is weak evidence when both are generic: 119 repositories named `ama` say
  * "Ask me anything!", and "My dotfiles" is everyone's. A group is left alone when it is large, when its
@@ -26,7 +27,7 @@
 import type { RepoRecord } from "../dataset/record.js";
 
 /** Bumped whenever the grouping rule changes: it is part of every point's content hash. */
-export const DEDUP_VERSION = 3;
+export const DEDUP_VERSION = 4;
 
 /** Groups larger than this are many people's same-named repositories, not one project. */
 export const MAX_GROUP = 8;
@@ -224,29 +225,91 @@ export const INCUBATOR_PREFIX = "incubator-";
  */
 function mergeGraduated(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
   const byKey = new Map(records.map((r) => [r.key, r]));
-  const clusterOf = new Map<string, RepoRecord[]>();
-  for (const c of clusters) for (const r of c) clusterOf.set(r.key, c);
+  const join = clusterJoiner(clusters);
   const incubating = records.filter((r) => repoPart(r.key).startsWith(INCUBATOR_PREFIX)).sort((a, b) => (a.key < b.key ? -1 : 1));
   for (const r of incubating) {
     const graduated = byKey.get(`${r.key.slice(0, r.key.indexOf("/"))}/${repoPart(r.key).slice(INCUBATOR_PREFIX.length)}`);
-    if (!graduated) continue;
-    const from = clusterOf.get(r.key) ?? [r];
-    let to = clusterOf.get(graduated.key);
-    if (from === to) continue;
+    if (graduated) join(graduated, r);
+  }
+}
+
+/**
+ * Joins of tiers 3 and 4: `join(to, from)` moves the cluster of `from` (or `from` alone) into the
+ * cluster of `to`, which becomes one when `to` was a lone record; `clusters` is updated in place.
+ */
+function clusterJoiner(clusters: RepoRecord[][]): (to: RepoRecord, from: RepoRecord) => void {
+  const clusterOf = new Map<string, RepoRecord[]>();
+  for (const c of clusters) for (const r of c) clusterOf.set(r.key, c);
+  return (toRecord, fromRecord) => {
+    const from = clusterOf.get(fromRecord.key) ?? [fromRecord];
+    let to = clusterOf.get(toRecord.key);
+    if (from === to) return;
     if (!to) {
-      to = [graduated];
+      to = [toRecord];
       clusters.push(to);
-      clusterOf.set(graduated.key, to);
+      clusterOf.set(toRecord.key, to);
     }
     to.push(...from);
     for (const x of from) clusterOf.set(x.key, to);
     const i = clusters.indexOf(from);
     if (i >= 0) clusters.splice(i, 1);
+  };
+}
+
+/** Tier 4: both records have at least this many stars (below it, equal counts are common). */
+const TWIN_MIN_STARS = 500;
+/** Tier 4: stars and forks differ by at most this share of the larger count. */
+const TWIN_COUNT_TOLERANCE = 0.02;
+/** Tier 4: the shorter description shares at least this share of its words with the other. */
+const TWIN_MIN_SHARED_WORDS = 0.5;
+
+/**
+ * Tier 4: two records of one repository part whose stars and forks agree within TWIN_COUNT_TOLERANCE
+ * (≥ TWIN_MIN_STARS stars, forks known on both) are one repository seen under two names: a transfer
+ * keeps its stars and forks, while a fork starts from none and an unrelated namesake matches both
+ * counts only by chance. square/okhttp (46,998 stars, 9,277 forks, "Square's meticulous HTTP client …")
+ * and lysine-dev/okhttp (47,048 and 9,295, "A meticulous HTTP client …") are one; the tiers above miss
+ * them because the description was edited and both names were seen within weeks of each other. The
+ * descriptions must still agree on half the shorter one's words, or one must be empty: two blender-mcp
+ * repositories of 26k stars and different descriptions are not taken on their counts alone. Every merge
+ * it makes is labelled by hand in bench/dedup-labels.md.
+ */
+export function twins(a: Pick<RepoRecord, "key" | "stars" | "forks" | "description">, b: Pick<RepoRecord, "key" | "stars" | "forks" | "description">): boolean {
+  if (repoPart(a.key).toLowerCase() !== repoPart(b.key).toLowerCase()) return false;
+  const close = (x: number | null, y: number | null) => x !== null && y !== null && Math.abs(x - y) <= TWIN_COUNT_TOLERANCE * Math.max(x, y);
+  if ((a.stars ?? 0) < TWIN_MIN_STARS || (b.stars ?? 0) < TWIN_MIN_STARS) return false;
+  if (!close(a.stars, b.stars) || !close(a.forks, b.forks)) return false;
+  const wa = new Set(descriptionWords(a.description ?? ""));
+  const wb = new Set(descriptionWords(b.description ?? ""));
+  if (wa.size === 0 || wb.size === 0) return true;
+  let shared = 0;
+  for (const w of wa) if (wb.has(w)) shared++;
+  return shared >= TWIN_MIN_SHARED_WORDS * Math.min(wa.size, wb.size);
+}
+
+/** Tier 4 (see twins): joins the clusters (or lone records) of twin records, in key order so the result is order-independent. */
+function mergeTwins(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
+  const byName = new Map<string, RepoRecord[]>();
+  for (const r of records) {
+    if ((r.stars ?? 0) < TWIN_MIN_STARS) continue;
+    const name = repoPart(r.key).toLowerCase();
+    byName.set(name, [...(byName.get(name) ?? []), r]);
+  }
+  const join = clusterJoiner(clusters);
+  for (const name of [...byName.keys()].sort()) {
+    const rs = byName.get(name)!.sort((x, y) => (x.key < y.key ? -1 : 1));
+    for (let i = 0; i < rs.length; i++) for (let j = i + 1; j < rs.length; j++) if (twins(rs[i]!, rs[j]!)) join(rs[i]!, rs[j]!);
   }
 }
 
+export interface DedupOptions {
+  /** The last tier to run (1–4, default 4): `npm run eval:dedup` tells each tier's merges apart with it. */
+  readonly tiers?: 1 | 2 | 3 | 4;
+}
+
 /** Merges duplicate projects (see the module comment). `records` must have unique keys. */
-export function dedupeProjects(records: readonly RepoRecord[]): DedupResult {
+export function dedupeProjects(records: readonly RepoRecord[], options: DedupOptions = {}): DedupResult {
+  const tiers = options.tiers ?? 4;
   const nameRecords = new Map<string, number>();
   for (const r of records) {
     const repo = repoPart(r.key);
@@ -280,9 +343,11 @@ export function dedupeProjects(records: readonly RepoRecord[]): DedupResult {
     for (const r of g) inCluster.add(r.key);
   }
   // Tier 2: a description reworded around the same words, on a name gone stale (see the module comment).
-  mergeReworded(records, clusters, inCluster, nameRecords);
+  if (tiers >= 2) mergeReworded(records, clusters, inCluster, nameRecords);
   // Tier 3: an incubating name joins the graduated one.
-  mergeGraduated(records, clusters);
+  if (tiers >= 3) mergeGraduated(records, clusters);
+  // Tier 4: a transfer seen under both names, by its stars and forks.
+  if (tiers >= 4) mergeTwins(records, clusters);
   const canonical = new Map<string, RepoRecord>();
   const aliasOf = new Map<string, string>();
   for (const c of clusters) {
