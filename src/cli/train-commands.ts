@@ -105,7 +105,7 @@ async function run({ config, values }: CommandContext): Promise<number> {
   const t0 = performance.now();
   const records = await readRecords(config.dataset);
   const initDir = await initModelDir(config, values, records, progress);
-  const res = await trainModel({ dataDir: config.dataDir, records, initDir, config: cfg, logger: log, progress });
+  const res = await trainModel({ dataDir: config.dataDir, records, initDir, config: cfg, threads: config.embedder.staticTrainThreads, logger: log, progress });
   const lines = [
     `init           static:${res.initId} (${initDir})`,
     `pairs          ${Object.entries(res.pairs)

@@ -15,6 +15,13 @@ test("SERVE_PROCESSES: an explicit count is kept; 0 (the default) is one per CPU
   for (const bad of ["-1", "1.5", "two", "257"]) assert.throws(() => loadConfig({ SERVE_PROCESSES: bad }), ConfigError);
 });
 
+test("STATIC_TRAIN_THREADS: 0 (the default) is one per CPU; an explicit count is kept; validated", () => {
+  assert.equal(loadConfig({}).embedder.staticTrainThreads, Math.max(1, availableParallelism()));
+  assert.equal(loadConfig({ STATIC_TRAIN_THREADS: "0" }).embedder.staticTrainThreads, Math.max(1, availableParallelism()));
+  assert.equal(loadConfig({ STATIC_TRAIN_THREADS: "3" }).embedder.staticTrainThreads, 3);
+  for (const bad of ["-1", "1.5", "two", "65"]) assert.throws(() => loadConfig({ STATIC_TRAIN_THREADS: bad }), ConfigError);
+});
+
 test("autoServeProcesses: CPUs bound it, so does memory (one per 2 GiB), and it is never below 1", () => {
   assert.equal(MEMORY_PER_SERVE_PROCESS_BYTES, 2 * GIB);
   assert.equal(autoServeProcesses(2, 24 * GIB), 2);

@@ -65,6 +65,7 @@ const envSchema = z.object({
   STATIC_DIMS: int(8, 512).default(128),
   STATIC_TRAIN_EPOCHS: int(0, 100).default(8),
   STATIC_TRAIN_PATIENCE: int(0, 100).default(1),
+  STATIC_TRAIN_THREADS: int(0, 64).default(0),
   HNSW_M: int(4, 128).default(24),
   HNSW_EF_CONSTRUCTION: int(8, 2000).default(200),
   HNSW_EF_SEARCH: int(8, 5000).default(160),
@@ -223,6 +224,12 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
     default: "`1`",
     meaning:
       "the train stage stops once the held-out loss has not improved for this many epochs and keeps the best epoch's weights; `0` = never stop early (`reposearch train --patience`)",
+  },
+  STATIC_TRAIN_THREADS: {
+    section: "Embedding",
+    default: "`0` (one per core)",
+    meaning:
+      "threads that share each training batch's similarity and gradient products (the train stage and `reposearch train`); the trained model is the same bit for bit whatever the count",
   },
   HNSW_M: { section: "Index and embedded store", default: "`24`", meaning: "HNSW links per node (layer 0 keeps 2·M)" },
   HNSW_EF_CONSTRUCTION: { section: "Index and embedded store", default: "`200`", meaning: "HNSW build beam width (main graph and payload subgraphs)" },
@@ -479,6 +486,8 @@ export interface Config {
     readonly staticTrainEpochs: number;
     /** Epochs without a lower held-out loss before training stops (0 = never stop early). */
     readonly staticTrainPatience: number;
+    /** Threads that share a training batch's arithmetic; the model is the same whatever the count. */
+    readonly staticTrainThreads: number;
   };
   readonly store: {
     readonly hnswM: number;
@@ -733,6 +742,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       staticDims: e.STATIC_DIMS,
       staticTrainEpochs: e.STATIC_TRAIN_EPOCHS,
       staticTrainPatience: e.STATIC_TRAIN_PATIENCE,
+      staticTrainThreads: e.STATIC_TRAIN_THREADS === 0 ? Math.max(1, availableParallelism()) : e.STATIC_TRAIN_THREADS,
     },
     store: {
       hnswM: e.HNSW_M,

@@ -178,6 +178,25 @@ test("training is deterministic: same seed → same model id and vectors; anothe
   assert.notDeepEqual(c.model.vectors, a.model.vectors);
 });
 
+test("training with helper threads gives the same model bit for bit, in process and on a worker thread", async () => {
+  const recs = corpus();
+  const model = tinyModel(recs);
+  const pairs = buildPairSet(pairTexts(recs, CFG.pairs, CFG.readmeChars), vocabIndex(model.vocab));
+  // Batches of 7 over 3 threads: shares of 3, 2 and 2 rows, and a shorter last batch.
+  const cfg = { ...CFG, epochs: 3, heldOut: 0.2, batchSize: 7 };
+  const one = trainStaticModel(model, pairs, cfg);
+  const three = trainStaticModel(model, pairs, cfg, {}, { threads: 3 });
+  const inWorker = await trainStaticModelInWorker(model, pairs, cfg, {}, { threads: 2 });
+  for (const r of [three, inWorker]) {
+    assert.equal(r.model.meta.modelId, one.model.meta.modelId);
+    assert.deepEqual(r.model.vectors, one.model.vectors);
+    assert.deepEqual(
+      r.history.map((h) => [h.loss, h.heldOutLoss]),
+      one.history.map((h) => [h.loss, h.heldOutLoss]),
+    );
+  }
+});
+
 test("training on a worker thread gives the same model bit for bit, keeps the event loop free, and reports steps and epochs", async () => {
   const recs = corpus();
   const model = tinyModel(recs);

@@ -32,6 +32,7 @@ import { embeddingText } from "../corpus/doc-text.js";
 import { stripMarkup } from "../text/analyzer.js";
 import type { StaticModel } from "./distill.js";
 import { STATIC_FORMAT, STATIC_FORMAT_VERSION, type StaticModelMeta } from "./static.js";
+import { BatchKernel } from "./train-kernel.js";
 import { staticTokens } from "./static-tokenizer.js";
 
 /** Bumped whenever the training procedure changes what a configuration produces (part of the model id). */
@@ -369,37 +370,30 @@ function scatterGrad(
  * Symmetric InfoNCE of one batch of pairs (mean over rows and columns, halved); adds dLoss/du into `grad`
  * when given. Entries of two pairs from the same group are masked out of the negatives.
  */
-export function batchLoss(p: Params, pairs: Pairs, batch: ArrayLike<number>, temperature: number, grad?: SparseGrad): number {
+export function batchLoss(
+  p: Params,
+  pairs: Pairs,
+  batch: ArrayLike<number>,
+  temperature: number,
+  grad?: SparseGrad,
+  kernel: BatchKernel = new BatchKernel(batch.length, p.dims, 1),
+): number {
   const B = batch.length;
   const d = p.dims;
-  const EA = new Float64Array(B * d);
-  const EB = new Float64Array(B * d);
+  const k = kernel.buffers;
+  const { EA, EB, PR, PC, S, masked, dEA, dEB } = k;
+  EA.fill(0, 0, B * d);
+  EB.fill(0, 0, B * d);
   const nA = new Float64Array(B);
   const nB = new Float64Array(B);
   for (let i = 0; i < B; i++) {
     nA[i] = encodeInto(p, pairs.a, batch[i]!, EA, i * d);
     nB[i] = encodeInto(p, pairs.b, batch[i]!, EB, i * d);
+    k.groups[i] = pairs.group[batch[i]!]!;
   }
   const inv = 1 / temperature;
-  const S = new Float64Array(B * B);
-  const masked = new Uint8Array(B * B);
-  for (let i = 0; i < B; i++) {
-    const gi = pairs.group[batch[i]!]!;
-    for (let j = 0; j < B; j++) {
-      if (i !== j && pairs.group[batch[j]!]! === gi) {
-        masked[i * B + j] = 1;
-        continue;
-      }
-      let s = 0;
-      const oa = i * d;
-      const ob = j * d;
-      for (let k = 0; k < d; k++) s += EA[oa + k]! * EB[ob + k]!;
-      S[i * B + j] = s * inv;
-    }
-  }
+  kernel.similarities(B, d, inv);
   // Row softmax (a → b) and column softmax (b → a).
-  const PR = new Float64Array(B * B);
-  const PC = new Float64Array(B * B);
   let lossR = 0;
   let lossC = 0;
   for (let i = 0; i < B; i++) {
@@ -432,22 +426,7 @@ export function batchLoss(p: Params, pairs: Pairs, batch: ArrayLike<number>, tem
   if (!grad) return loss;
 
   // dLoss/dS = ((PR − I) + (PC − I)) / 2B; dS/dEA_i = EB_j/τ, dS/dEB_j = EA_i/τ.
-  const dEA = new Float64Array(B * d);
-  const dEB = new Float64Array(B * d);
-  const scale = (0.5 / B) * inv;
-  for (let i = 0; i < B; i++) {
-    const oa = i * d;
-    for (let j = 0; j < B; j++) {
-      if (masked[i * B + j]) continue;
-      const g = (PR[i * B + j]! + PC[i * B + j]! - (i === j ? 2 : 0)) * scale;
-      if (g === 0) continue;
-      const ob = j * d;
-      for (let k = 0; k < d; k++) {
-        dEA[oa + k]! += g * EB[ob + k]!;
-        dEB[ob + k]! += g * EA[oa + k]!;
-      }
-    }
-  }
+  kernel.gradients(B, d, (0.5 / B) * inv);
   const ds = new Float64Array(d);
   for (let i = 0; i < B; i++) {
     scatterGrad(p, pairs.a, batch[i]!, EA, dEA, i * d, nA[i]!, grad, ds);
@@ -529,13 +508,20 @@ function shuffle(xs: Int32Array, rnd: () => number): void {
 }
 
 /** Mean loss over fixed consecutive batches of `rows`. */
-export function meanLoss(p: Params, pairs: PairSet, rows: Int32Array, batchSize: number, temperature: number): number {
+export function meanLoss(
+  p: Params,
+  pairs: PairSet,
+  rows: Int32Array,
+  batchSize: number,
+  temperature: number,
+  kernel: BatchKernel = new BatchKernel(batchSize, p.dims, 1),
+): number {
   let sum = 0;
   let n = 0;
   for (let s = 0; s < rows.length; s += batchSize) {
     const batch = rows.subarray(s, Math.min(rows.length, s + batchSize));
     if (batch.length < 2) continue;
-    sum += batchLoss(p, pairs, batch, temperature) * batch.length;
+    sum += batchLoss(p, pairs, batch, temperature, undefined, kernel) * batch.length;
     n += batch.length;
   }
   return n ? sum / n : NaN;
@@ -554,7 +540,24 @@ export function splitPairs(count: number, heldOut: number, seed: number): { trai
   return { train: Int32Array.from(tr), heldOut: Int32Array.from(ho) };
 }
 
-export function trainStaticModel(init: StaticModel, pairs: PairSet, cfg: TrainConfig, hooks: TrainHooks = {}): TrainResult {
+export interface TrainOptions {
+  /**
+   * Threads for the batch's B×B products, this one included (./train-kernel.ts). The model is the same
+   * bit for bit whatever the count, so it is not part of the configuration or the model id.
+   */
+  readonly threads?: number;
+}
+
+export function trainStaticModel(init: StaticModel, pairs: PairSet, cfg: TrainConfig, hooks: TrainHooks = {}, opts: TrainOptions = {}): TrainResult {
+  const kernel = new BatchKernel(cfg.batchSize, init.meta.dims, opts.threads ?? 1);
+  try {
+    return trainWith(kernel, init, pairs, cfg, hooks);
+  } finally {
+    void kernel.close();
+  }
+}
+
+function trainWith(kernel: BatchKernel, init: StaticModel, pairs: PairSet, cfg: TrainConfig, hooks: TrainHooks): TrainResult {
   const t0 = performance.now();
   const p = paramsFromModel(init);
   const u0 = p.u.slice();
@@ -563,7 +566,7 @@ export function trainStaticModel(init: StaticModel, pairs: PairSet, cfg: TrainCo
   const adam = new LazyAdam(n * p.dims, cfg.lr);
   const ever = new Uint8Array(n);
   const { train, heldOut } = splitPairs(pairs.count, cfg.heldOut, cfg.seed);
-  const evalLoss = () => (heldOut.length >= 2 ? meanLoss(p, pairs, heldOut, cfg.batchSize, cfg.temperature) : null);
+  const evalLoss = () => (heldOut.length >= 2 ? meanLoss(p, pairs, heldOut, cfg.batchSize, cfg.temperature, kernel) : null);
   const initialHeldOutLoss = evalLoss();
   const history: EpochStats[] = [];
   const d = p.dims;
@@ -597,9 +600,9 @@ export function trainStaticModel(init: StaticModel, pairs: PairSet, cfg: TrainCo
           b: dropTokens(pairs.b, batch, cfg.tokenDropout, dropRnd),
           group: Int32Array.from(batch, (i) => pairs.group[i]!),
         };
-        loss = batchLoss(p, local, identity.subarray(0, batch.length), cfg.temperature, grad);
+        loss = batchLoss(p, local, identity.subarray(0, batch.length), cfg.temperature, grad, kernel);
       } else {
-        loss = batchLoss(p, pairs, batch, cfg.temperature, grad);
+        loss = batchLoss(p, pairs, batch, cfg.temperature, grad, kernel);
       }
       adam.apply(p, u0, cfg.l2ToInit, grad, ever);
       sum += loss * batch.length;
@@ -657,9 +660,10 @@ export function trainStaticModelInWorker(
   pairs: PairSet,
   cfg: TrainConfig,
   hooks: Omit<TrainHooks, "onEpoch"> & { readonly onEpoch?: (stats: EpochStats) => void } = {},
+  opts: TrainOptions = {},
 ): Promise<TrainResult> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(compiledModuleUrl("./train-worker.js", import.meta.url), { workerData: { init, pairs, config: cfg } });
+    const worker = new Worker(compiledModuleUrl("./train-worker.js", import.meta.url), { workerData: { init, pairs, config: cfg, options: opts } });
     let done = false;
     worker.on("message", (m: TrainWorkerMessage) => {
       if (m.kind === "step") hooks.onStep?.(m.epoch, m.step, m.steps, m.loss);

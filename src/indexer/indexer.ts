@@ -155,6 +155,7 @@ export async function runIndex(o: IndexOptions): Promise<IndexReport> {
       workers: ek.workers,
       retrain: Boolean(o.retrainEmbedder),
       train: ek.staticTrainEpochs > 0 ? { ...DEFAULT_TRAIN_CONFIG, epochs: ek.staticTrainEpochs, patience: ek.staticTrainPatience } : null,
+      trainThreads: ek.staticTrainThreads,
       logger,
       progress,
     });

@@ -65,6 +65,8 @@ export interface StaticModelOptions {
    * already trained is kept as it is, whatever this says, so incremental runs stay incremental.
    */
   readonly train: TrainConfig | null;
+  /** Threads for training (TrainOptions.threads). */
+  readonly trainThreads?: number;
   readonly logger: Logger;
   readonly progress: Progress;
 }
@@ -74,7 +76,15 @@ export async function ensureStaticModel(o: StaticModelOptions): Promise<string> 
   const active = o.retrain ? null : await activeStaticModel(o.dataDir);
   const base = active ?? (await distill(o));
   if (o.train === null || (await trainedFrom(base)) !== null) return base;
-  const { dir, modelId } = await trainModel({ dataDir: o.dataDir, records: o.records, initDir: base, config: o.train, logger: o.logger, progress: o.progress });
+  const { dir, modelId } = await trainModel({
+    dataDir: o.dataDir,
+    records: o.records,
+    initDir: base,
+    config: o.train,
+    threads: o.trainThreads,
+    logger: o.logger,
+    progress: o.progress,
+  });
   await setActive(o.dataDir, modelId);
   return dir;
 }
@@ -114,6 +124,8 @@ export interface TrainModelOptions {
   /** The model to start from (a distilled one). */
   readonly initDir: string;
   readonly config: TrainConfig;
+  /** Threads for training (TrainOptions.threads; default 1). The model does not depend on it. */
+  readonly threads?: number | undefined;
   readonly logger: Logger;
   readonly progress: Progress;
 }
@@ -145,24 +157,31 @@ export async function trainModel(o: TrainModelOptions): Promise<TrainModelResult
     modelId,
     pairs: pairs.perKind,
     epochs: o.config.epochs,
+    threads: o.threads ?? 1,
     seconds: +((performance.now() - t0) / 1000).toFixed(1),
   });
   const cfg = o.config;
-  const res = await trainStaticModelInWorker(init, pairs, cfg, {
-    onStep: (epoch, step, steps) => {
-      if (step === 1) o.progress.start(`train:epoch ${epoch}/${cfg.epochs}`, steps);
-      o.progress.update(step, steps);
+  const res = await trainStaticModelInWorker(
+    init,
+    pairs,
+    cfg,
+    {
+      onStep: (epoch, step, steps) => {
+        if (step === 1) o.progress.start(`train:epoch ${epoch}/${cfg.epochs}`, steps);
+        o.progress.update(step, steps);
+      },
+      onEpoch: (s) => {
+        o.progress.finish();
+        o.logger.info("epoch", {
+          epoch: s.epoch,
+          loss: +s.loss.toFixed(4),
+          heldOutLoss: s.heldOutLoss === null ? null : +s.heldOutLoss.toFixed(4),
+          seconds: +s.seconds.toFixed(1),
+        });
+      },
     },
-    onEpoch: (s) => {
-      o.progress.finish();
-      o.logger.info("epoch", {
-        epoch: s.epoch,
-        loss: +s.loss.toFixed(4),
-        heldOutLoss: s.heldOutLoss === null ? null : +s.heldOutLoss.toFixed(4),
-        seconds: +s.seconds.toFixed(1),
-      });
-    },
-  });
+    { threads: o.threads ?? 1 },
+  );
   await mkdir(root, { recursive: true });
   await writeStaticModel(root, res.model);
   o.logger.info("static model trained", { modelId, epochs: res.history.length, keptEpoch: res.keptEpoch, seconds: +res.seconds.toFixed(1) });
