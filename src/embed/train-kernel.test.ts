@@ -4,8 +4,8 @@ import { seededRandom } from "../common/random.js";
 import { BatchKernel, partRows } from "./train-kernel.js";
 
 const open: BatchKernel[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((k) => k.close()));
+afterEach(() => {
+  for (const k of open.splice(0)) k.close();
 });
 
 function kernel(maxBatch: number, dims: number, threads: number, opts?: ConstructorParameters<typeof BatchKernel>[3]): BatchKernel {

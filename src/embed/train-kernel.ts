@@ -10,26 +10,23 @@
  * order). The model does not depend on the thread count, so it is not part of the training configuration
  * or the model id.
  *
- * The helpers block in Atomics.wait between batches and are told each phase through a shared control
- * word, so a step costs no message passing. A helper that has not started within `readyTimeoutMs` of the
- * first batch (a missing compiled file, a machine out of threads) is dropped and its rows are computed
- * here: slower, never stuck, and the same model. `close()` ends the helpers; they are unref'd, so they
- * never hold the process open.
+ * The helpers are a lockstep pool (../common/lockstep.ts): they block between phases and are told each
+ * one through a shared control block, so a step costs no message passing. When they cannot all start
+ * within `readyTimeoutMs` (a missing compiled file, a machine out of threads) the kernel computes every
+ * row on this thread: slower, never stuck, and the same model.
  */
-import { Worker } from "node:worker_threads";
 import { compiledModuleUrl } from "../common/compiled-url.js";
+import { LOCKSTEP_SLOTS, LockstepPool, serveLockstep } from "../common/lockstep.js";
 
-/** Control words: [command, done, B, d, ready]; parameters: [1/τ or the gradient scale]. */
-const CMD = 0;
-const DONE = 1;
-const B_AT = 2;
-const D_AT = 3;
-const READY = 4;
-const CONTROL_WORDS = 5;
-const KERNEL_IDLE = 0;
+/** The kernel's slots of the control block: the phase and the batch's shape; `params` holds 1/τ or the gradient scale. */
+const CMD = LOCKSTEP_SLOTS;
+const B_AT = LOCKSTEP_SLOTS + 1;
+const D_AT = LOCKSTEP_SLOTS + 2;
+const CTL_SLOTS = 3;
 const KERNEL_SIMILARITIES = 1;
 const KERNEL_GRADIENTS = 2;
-const KERNEL_EXIT = 3;
+/** A phase is a fraction of a second; minutes without an answer mean a helper is gone. */
+const PHASE_TIMEOUT_MS = 10 * 60_000;
 
 /** The arrays a batch shares with the helpers, sized for the largest batch. Row-major, stride B. */
 export interface KernelBuffers {
@@ -126,52 +123,46 @@ export function partRows(B: number, p: number, parts: number): [number, number] 
   return [Math.floor((B * p) / parts), Math.floor((B * (p + 1)) / parts)];
 }
 
-/** How long the first batch waits for the helpers to start before computing without them. */
+/** How long the kernel waits for the helpers to start before computing without them. */
 const READY_TIMEOUT_MS = 30_000;
 
 export interface BatchKernelOptions {
-  /** How long the first batch waits for the helpers to start (default 30 s). */
+  /** How long the kernel waits for the helpers to start (default 30 s). */
   readonly readyTimeoutMs?: number;
   /** The helper's module (default: ./train-kernel-worker.js, compiled). */
   readonly workerUrl?: URL;
 }
 
-interface Helper {
-  readonly worker: Worker;
-  readonly control: Int32Array;
-  readonly params: Float64Array;
-}
-
 export class BatchKernel {
   readonly buffers: KernelBuffers;
-  private readonly helpers: Helper[] = [];
-  private readonly parts: number;
-  private readonly readyTimeoutMs: number;
-  private started = false;
+  private readonly params: Float64Array;
+  private pool: LockstepPool | null;
 
-  /** `threads` counts this thread: 1 computes everything here. */
+  /** `threads` counts this thread: 1 computes everything here. Blocks until the helpers are ready. */
   constructor(maxBatch: number, dims: number, threads: number, opts: BatchKernelOptions = {}) {
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`BatchKernel: threads must be a positive integer, got ${threads}`);
-    this.readyTimeoutMs = opts.readyTimeoutMs ?? READY_TIMEOUT_MS;
-    if (!(this.readyTimeoutMs > 0)) throw new RangeError(`BatchKernel: readyTimeoutMs must be positive, got ${this.readyTimeoutMs}`);
-    const workerUrl = opts.workerUrl ?? compiledModuleUrl("./train-kernel-worker.js", import.meta.url);
-    this.parts = Math.min(threads, Math.max(1, maxBatch));
-    this.buffers = kernelBuffers(maxBatch, dims, this.parts > 1);
-    for (let p = 1; p < this.parts; p++) {
-      const control = new Int32Array(new SharedArrayBuffer(4 * CONTROL_WORDS));
-      const params = new Float64Array(new SharedArrayBuffer(8));
-      const data: KernelWorkerData = { buffers: this.buffers, control, params, part: p, parts: this.parts };
-      const worker = new Worker(workerUrl, { workerData: data });
-      worker.unref();
-      // A helper that fails to load never says it is ready; the first batch then goes on without it.
-      worker.on("error", () => {});
-      this.helpers.push({ worker, control, params });
-    }
+    const readyTimeoutMs = opts.readyTimeoutMs ?? READY_TIMEOUT_MS;
+    if (!(readyTimeoutMs > 0)) throw new RangeError(`BatchKernel: readyTimeoutMs must be positive, got ${readyTimeoutMs}`);
+    const parts = Math.min(threads, Math.max(1, maxBatch));
+    this.buffers = kernelBuffers(maxBatch, dims, parts > 1);
+    this.params = new Float64Array(parts > 1 ? new SharedArrayBuffer(8) : new ArrayBuffer(8));
+    const buffers = this.buffers;
+    const params = this.params;
+    this.pool =
+      parts > 1
+        ? LockstepPool.start(
+            opts.workerUrl ?? compiledModuleUrl("./train-kernel-worker.js", import.meta.url),
+            parts,
+            CTL_SLOTS,
+            (control, part): KernelWorkerData => ({ buffers, control, params, part, parts }),
+            { name: "static model training", startTimeoutMs: readyTimeoutMs, phaseTimeoutMs: PHASE_TIMEOUT_MS },
+          )
+        : null;
   }
 
-  /** Threads that share the work: this one and the helpers still running. */
+  /** Threads that share the work: this one and the helpers. */
   get threads(): number {
-    return this.helpers.length + 1;
+    return this.pool?.threads ?? 1;
   }
 
   similarities(B: number, d: number, inv: number): void {
@@ -182,77 +173,36 @@ export class BatchKernel {
     this.run(KERNEL_GRADIENTS, B, d, scale, (lo, hi) => gradientRange(this.buffers, B, d, scale, lo, hi));
   }
 
-  /** Waits (blocking, once) for the helpers to start; drops them all if one does not in time. */
-  private awaitHelpers(): void {
-    this.started = true;
-    const deadline = performance.now() + this.readyTimeoutMs;
-    for (const h of this.helpers) {
-      while (Atomics.load(h.control, READY) === 0) {
-        const left = deadline - performance.now();
-        if (left <= 0 || Atomics.wait(h.control, READY, 0, left) === "timed-out") {
-          void this.close();
-          return;
-        }
-      }
-    }
-  }
-
   /** Ends the helper threads; the kernel still works afterwards, on this thread alone. */
-  async close(): Promise<void> {
-    const helpers = this.helpers.splice(0);
-    for (const h of helpers) {
-      Atomics.store(h.control, CMD, KERNEL_EXIT);
-      Atomics.notify(h.control, CMD);
-    }
-    await Promise.all(helpers.map((h) => h.worker.terminate()));
+  close(): void {
+    this.pool?.close();
+    this.pool = null;
   }
 
-  private run(cmd: number, B: number, d: number, param: number, mine: (lo: number, hi: number) => void): void {
-    if (!this.started) this.awaitHelpers();
-    const parts = this.helpers.length + 1;
-    for (const h of this.helpers) {
-      h.params[0] = param;
-      Atomics.store(h.control, B_AT, B);
-      Atomics.store(h.control, D_AT, d);
-      Atomics.store(h.control, DONE, 0);
-      Atomics.store(h.control, CMD, cmd);
-      Atomics.notify(h.control, CMD);
+  private run(cmd: number, B: number, d: number, param: number, share: (lo: number, hi: number) => void): void {
+    const pool = this.pool;
+    if (pool === null) {
+      share(0, B);
+      return;
     }
-    const [lo, hi] = partRows(B, 0, parts);
-    mine(lo, hi);
-    for (const h of this.helpers) {
-      while (Atomics.load(h.control, DONE) === 0) Atomics.wait(h.control, DONE, 0);
-      const failed = Atomics.load(h.control, CMD);
-      if (failed !== KERNEL_IDLE) throw new Error("training helper thread failed");
-    }
+    this.params[0] = param;
+    Atomics.store(pool.ctrl, CMD, cmd);
+    Atomics.store(pool.ctrl, B_AT, B);
+    Atomics.store(pool.ctrl, D_AT, d);
+    pool.phase(() => share(...partRows(B, 0, pool.threads)));
   }
 }
 
-/** The helper's loop (./train-kernel-worker.ts): wait for a phase, compute its rows, report done. */
+/** The helper's side (./train-kernel-worker.ts): each phase, its rows of the batch. */
 export function serveKernel(data: KernelWorkerData): void {
   const { buffers, control, params, part, parts } = data;
-  Atomics.store(control, READY, 1);
-  Atomics.notify(control, READY);
-  for (;;) {
-    Atomics.wait(control, CMD, KERNEL_IDLE);
-    const cmd = Atomics.load(control, CMD);
-    if (cmd === KERNEL_EXIT) return;
+  serveLockstep(control, () => () => {
     const B = Atomics.load(control, B_AT);
     const d = Atomics.load(control, D_AT);
     const [lo, hi] = partRows(B, part, parts);
-    let ok = true;
-    try {
-      if (cmd === KERNEL_SIMILARITIES) similarityRows(buffers, B, d, params[0]!, lo, hi);
-      else if (cmd === KERNEL_GRADIENTS) gradientRange(buffers, B, d, params[0]!, lo, hi);
-      else ok = false;
-    } catch {
-      ok = false;
-    }
-    // The command word doubles as the status: IDLE after a good phase, the command itself after a failed
-    // one, which also ends this helper.
-    if (ok) Atomics.store(control, CMD, KERNEL_IDLE);
-    Atomics.store(control, DONE, 1);
-    Atomics.notify(control, DONE);
-    if (!ok) return;
-  }
+    const cmd = Atomics.load(control, CMD);
+    if (cmd === KERNEL_SIMILARITIES) similarityRows(buffers, B, d, params[0]!, lo, hi);
+    else if (cmd === KERNEL_GRADIENTS) gradientRange(buffers, B, d, params[0]!, lo, hi);
+    else throw new Error(`static model training: unknown phase ${cmd}`);
+  });
 }

@@ -553,7 +553,7 @@ export function trainStaticModel(init: StaticModel, pairs: PairSet, cfg: TrainCo
   try {
     return trainWith(kernel, init, pairs, cfg, hooks);
   } finally {
-    void kernel.close();
+    kernel.close();
   }
 }
 

@@ -1,17 +1,16 @@
 /**
  * Worker threads that plan HNSW inserts in parallel (see engine-hnsw-build.ts). The coordinating
- * thread stays synchronous: it hands out a batch through a shared control block, plans its own
- * share, and blocks on Atomics until the workers are done. Atomics give the happens-before edges,
- * so plain typed-array writes on either side are visible after each handshake.
+ * thread stays synchronous: it hands out a batch through the shared control block of a lockstep pool
+ * (../../common/lockstep.ts), plans its own share, and blocks until the workers are done.
  */
-import { Worker } from "node:worker_threads";
 import { compiledModuleUrl } from "../../common/compiled-url.js";
+import { LOCKSTEP_SLOTS, LockstepPool } from "../../common/lockstep.js";
 import { logger } from "../../common/logger.js";
 import type { BuildState, InsertPlanner } from "./engine-hnsw-build.js";
 
-/** Slots of the shared control block. */
-export const CTL = { GEN: 0, START: 1, END: 2, ENTRY: 3, MAX_LEVEL: 4, DONE: 5, READY: 6, FAILED: 7 } as const;
-const CTL_SLOTS = 8;
+/** This pool's slots of the shared control block, after the lockstep pool's own. */
+export const CTL = { START: LOCKSTEP_SLOTS, END: LOCKSTEP_SLOTS + 1, ENTRY: LOCKSTEP_SLOTS + 2, MAX_LEVEL: LOCKSTEP_SLOTS + 3 } as const;
+const CTL_SLOTS = 4;
 const START_TIMEOUT_MS = 30_000;
 /** A batch is at most a few hundred inserts; minutes without progress means a worker is gone. */
 const BATCH_TIMEOUT_MS = 10 * 60_000;
@@ -27,64 +26,43 @@ export interface WorkerInit {
 const log = logger.child({ component: "hnsw-build" });
 
 export class PlanPool {
-  private constructor(
-    private readonly workers: Worker[],
-    private readonly ctrl: Int32Array,
-    readonly threads: number,
-  ) {}
+  private constructor(private readonly pool: LockstepPool) {}
+
+  get threads(): number {
+    return this.pool.threads;
+  }
 
   /** Starts threads - 1 workers; null when they cannot start (the caller then plans alone). */
   static start(state: BuildState, threads: number): PlanPool | null {
-    const ctrl = new Int32Array(new SharedArrayBuffer(CTL_SLOTS * 4));
-    const workers: Worker[] = [];
-    const pool = new PlanPool(workers, ctrl, threads);
-    try {
-      for (let index = 1; index < threads; index++) {
-        const init: WorkerInit = { state, ctrl, index, threads };
-        const w = new Worker(compiledModuleUrl("./engine-hnsw-worker.js", import.meta.url), { workerData: init });
-        w.unref();
-        w.on("error", (err) => log.warn("HNSW build worker failed", { err }));
-        workers.push(w);
-      }
-      const deadline = Date.now() + START_TIMEOUT_MS;
-      for (;;) {
-        const ready = Atomics.load(ctrl, CTL.READY);
-        if (ready >= threads - 1) return pool;
-        if (Atomics.load(ctrl, CTL.FAILED) !== 0 || Date.now() > deadline) break;
-        Atomics.wait(ctrl, CTL.READY, ready, 100);
-      }
-    } catch (err) {
-      log.warn("HNSW build workers unavailable, building on one thread", { err });
-    }
-    pool.close();
-    return null;
+    const pool = LockstepPool.start(
+      compiledModuleUrl("./engine-hnsw-worker.js", import.meta.url),
+      threads,
+      CTL_SLOTS,
+      (ctrl, index): WorkerInit => ({ state, ctrl, index, threads }),
+      {
+        name: "HNSW build",
+        startTimeoutMs: START_TIMEOUT_MS,
+        phaseTimeoutMs: BATCH_TIMEOUT_MS,
+        onWorkerError: (err) => log.warn("HNSW build worker failed", { err }),
+        onUnavailable: (err) => log.warn("HNSW build workers unavailable, building on one thread", { err }),
+      },
+    );
+    return pool && new PlanPool(pool);
   }
 
   /** Plans rows [start, end) into their batch slots: this thread takes every threads-th row from start. */
   planBatch(start: number, end: number, entryPoint: number, maxLevel: number, planner: InsertPlanner): void {
-    const c = this.ctrl;
+    const c = this.pool.ctrl;
     Atomics.store(c, CTL.START, start);
     Atomics.store(c, CTL.END, end);
     Atomics.store(c, CTL.ENTRY, entryPoint);
     Atomics.store(c, CTL.MAX_LEVEL, maxLevel);
-    Atomics.store(c, CTL.DONE, 0);
-    Atomics.add(c, CTL.GEN, 1);
-    Atomics.notify(c, CTL.GEN);
-    for (let q = start; q < end; q += this.threads) planner.plan(q, q - start, entryPoint, maxLevel);
-    const deadline = Date.now() + BATCH_TIMEOUT_MS;
-    for (;;) {
-      const done = Atomics.load(c, CTL.DONE);
-      if (Atomics.load(c, CTL.FAILED) !== 0) throw new Error("HNSW build worker failed while planning");
-      if (done >= this.threads - 1) return;
-      if (Date.now() > deadline) throw new Error("HNSW build workers stopped responding");
-      Atomics.wait(c, CTL.DONE, done, 1000);
-    }
+    this.pool.phase(() => {
+      for (let q = start; q < end; q += this.threads) planner.plan(q, q - start, entryPoint, maxLevel);
+    });
   }
 
   close(): void {
-    Atomics.store(this.ctrl, CTL.START, -1);
-    Atomics.add(this.ctrl, CTL.GEN, 1);
-    Atomics.notify(this.ctrl, CTL.GEN);
-    for (const w of this.workers) void w.terminate();
+    this.pool.close();
   }
 }
