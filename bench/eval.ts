@@ -360,7 +360,11 @@ async function main(): Promise<void> {
     for (const ranked of run.rankings.values()) {
       listsChecked++;
       const byName = new Map<string, string[]>();
-      for (const k of ranked) byName.set(repoPart(k), [...(byName.get(repoPart(k)) ?? []), k]);
+      for (const k of ranked) {
+        const group = byName.get(repoPart(k));
+        if (group) group.push(k);
+        else byName.set(repoPart(k), [k]);
+      }
       let twinsHere = 0;
       for (const keys of byName.values())
         for (let i = 0; i < keys.length; i++)

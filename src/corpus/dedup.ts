@@ -293,7 +293,9 @@ function mergeTwins(records: readonly RepoRecord[], clusters: RepoRecord[][]): v
   for (const r of records) {
     if ((r.stars ?? 0) < TWIN_MIN_STARS) continue;
     const name = repoPart(r.key).toLowerCase();
-    byName.set(name, [...(byName.get(name) ?? []), r]);
+    const group = byName.get(name);
+    if (group) group.push(r);
+    else byName.set(name, [r]);
   }
   const join = clusterJoiner(clusters);
   for (const name of [...byName.keys()].sort()) {
