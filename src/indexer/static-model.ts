@@ -152,12 +152,13 @@ export async function trainModel(o: TrainModelOptions): Promise<TrainModelResult
   const dir = path.join(root, modelId);
   const base = { dir, modelId, initId: init.meta.modelId, pairs: pairs.perKind };
   if (existsSync(path.join(dir, "model.json"))) return { ...base, trained: null };
+  const threads = o.threads ?? 1;
   o.logger.info("training the static model on weak pairs", {
     init: init.meta.modelId,
     modelId,
     pairs: pairs.perKind,
     epochs: o.config.epochs,
-    threads: o.threads ?? 1,
+    threads,
     seconds: +((performance.now() - t0) / 1000).toFixed(1),
   });
   const cfg = o.config;
@@ -180,7 +181,7 @@ export async function trainModel(o: TrainModelOptions): Promise<TrainModelResult
         });
       },
     },
-    { threads: o.threads ?? 1 },
+    { threads },
   );
   await mkdir(root, { recursive: true });
   await writeStaticModel(root, res.model);
