@@ -19,14 +19,16 @@ const READY = 2;
 const FAILED = 3;
 const STOP = 4;
 export const LOCKSTEP_SLOTS = 5;
+const START_TIMEOUT_MS = 30_000;
+const PHASE_TIMEOUT_MS = 10 * 60_000;
 
 export interface LockstepOptions {
   /** What the helpers do, for error messages: "HNSW build" → "HNSW build worker failed". */
   readonly name: string;
-  /** How long `start` waits for every helper to be ready. */
-  readonly startTimeoutMs: number;
-  /** How long a phase may take before the coordinator gives up on the helpers. */
-  readonly phaseTimeoutMs: number;
+  /** How long `start` waits for every helper to be ready (default 30 s). */
+  readonly startTimeoutMs?: number | undefined;
+  /** How long a phase may take before the coordinator gives up on the helpers (default 10 min: a phase is seconds at most, so minutes mean a helper is gone). */
+  readonly phaseTimeoutMs?: number | undefined;
   /** A helper's uncaught error (it has also set the failed slot, when it got that far). */
   readonly onWorkerError?: (err: unknown) => void;
   /** Why the helpers could not be started, when `start` returns null because of an exception. */
@@ -51,7 +53,7 @@ export class LockstepPool {
   static start(url: URL, threads: number, callerSlots: number, init: (ctrl: Int32Array, index: number) => unknown, opts: LockstepOptions): LockstepPool | null {
     const ctrl = new Int32Array(new SharedArrayBuffer((LOCKSTEP_SLOTS + callerSlots) * 4));
     const workers: Worker[] = [];
-    const pool = new LockstepPool(workers, ctrl, threads, opts.phaseTimeoutMs, opts.name);
+    const pool = new LockstepPool(workers, ctrl, threads, opts.phaseTimeoutMs ?? PHASE_TIMEOUT_MS, opts.name);
     try {
       for (let index = 1; index < threads; index++) {
         const w = new Worker(url, { workerData: init(ctrl, index) });
@@ -59,7 +61,7 @@ export class LockstepPool {
         w.on("error", (err) => opts.onWorkerError?.(err));
         workers.push(w);
       }
-      const deadline = Date.now() + opts.startTimeoutMs;
+      const deadline = Date.now() + (opts.startTimeoutMs ?? START_TIMEOUT_MS);
       for (;;) {
         const ready = Atomics.load(ctrl, READY);
         if (ready >= threads - 1) return pool;

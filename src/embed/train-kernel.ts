@@ -25,8 +25,6 @@ const D_AT = LOCKSTEP_SLOTS + 2;
 const CTL_SLOTS = 3;
 const KERNEL_SIMILARITIES = 1;
 const KERNEL_GRADIENTS = 2;
-/** A phase is a fraction of a second; minutes without an answer mean a helper is gone. */
-const PHASE_TIMEOUT_MS = 10 * 60_000;
 
 /** The arrays a batch shares with the helpers, sized for the largest batch. Row-major, stride B. */
 export interface KernelBuffers {
@@ -123,9 +121,6 @@ export function partRows(B: number, p: number, parts: number): [number, number] 
   return [Math.floor((B * p) / parts), Math.floor((B * (p + 1)) / parts)];
 }
 
-/** How long the kernel waits for the helpers to start before computing without them. */
-const READY_TIMEOUT_MS = 30_000;
-
 export interface BatchKernelOptions {
   /** How long the kernel waits for the helpers to start (default 30 s). */
   readonly readyTimeoutMs?: number;
@@ -141,8 +136,8 @@ export class BatchKernel {
   /** `threads` counts this thread: 1 computes everything here. Blocks until the helpers are ready. */
   constructor(maxBatch: number, dims: number, threads: number, opts: BatchKernelOptions = {}) {
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`BatchKernel: threads must be a positive integer, got ${threads}`);
-    const readyTimeoutMs = opts.readyTimeoutMs ?? READY_TIMEOUT_MS;
-    if (!(readyTimeoutMs > 0)) throw new RangeError(`BatchKernel: readyTimeoutMs must be positive, got ${readyTimeoutMs}`);
+    if (opts.readyTimeoutMs !== undefined && !(opts.readyTimeoutMs > 0))
+      throw new RangeError(`BatchKernel: readyTimeoutMs must be positive, got ${opts.readyTimeoutMs}`);
     const parts = Math.min(threads, Math.max(1, maxBatch));
     this.buffers = kernelBuffers(maxBatch, dims, parts > 1);
     this.params = new Float64Array(parts > 1 ? new SharedArrayBuffer(8) : new ArrayBuffer(8));
@@ -155,7 +150,7 @@ export class BatchKernel {
             parts,
             CTL_SLOTS,
             (control, part): KernelWorkerData => ({ buffers, control, params, part, parts }),
-            { name: "static model training", startTimeoutMs: readyTimeoutMs, phaseTimeoutMs: PHASE_TIMEOUT_MS },
+            { name: "static model training", startTimeoutMs: opts.readyTimeoutMs },
           )
         : null;
   }

@@ -11,9 +11,6 @@ import type { BuildState, InsertPlanner } from "./engine-hnsw-build.js";
 /** This pool's slots of the shared control block, after the lockstep pool's own. */
 export const CTL = { START: LOCKSTEP_SLOTS, END: LOCKSTEP_SLOTS + 1, ENTRY: LOCKSTEP_SLOTS + 2, MAX_LEVEL: LOCKSTEP_SLOTS + 3 } as const;
 const CTL_SLOTS = 4;
-const START_TIMEOUT_MS = 30_000;
-/** A batch is at most a few hundred inserts; minutes without progress means a worker is gone. */
-const BATCH_TIMEOUT_MS = 10 * 60_000;
 
 export interface WorkerInit {
   readonly state: BuildState;
@@ -41,8 +38,6 @@ export class PlanPool {
       (ctrl, index): WorkerInit => ({ state, ctrl, index, threads }),
       {
         name: "HNSW build",
-        startTimeoutMs: START_TIMEOUT_MS,
-        phaseTimeoutMs: BATCH_TIMEOUT_MS,
         onWorkerError: (err) => log.warn("HNSW build worker failed", { err }),
         onUnavailable: (err) => log.warn("HNSW build workers unavailable, building on one thread", { err }),
       },
