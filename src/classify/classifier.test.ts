@@ -61,6 +61,19 @@ describe("rules: precision of the hidden categories", () => {
   it("'awesome-' plus a singular software noun stays software", () => {
     assert.equal(categoryOf("someone/awesome-cli", "A simple command line tool to browse awesome lists"), "tool");
   });
+  it("a learning word that modifies a software noun names what the software handles", () => {
+    assert.equal(categoryOf("someone/navi", "An interactive cheatsheet tool for the command-line"), "tool");
+    assert.notEqual(categoryOf("someone/sigil", "Sigil is a multi-platform EPUB ebook editor"), "educational");
+    // the same words as the head are still what the repository is
+    assert.equal(categoryOf("someone/cheats", "Interactive cheatsheets for the command-line"), "educational");
+    // a plural after it is a list of things ("Tutorials, tools, and more"), not a modifier
+    assert.equal(categoryOf("someone/game-hacking", "Tutorials, tools, and more as related to reverse engineering video games"), "educational");
+  });
+  it("a workshop or demo at a research venue is where a paper appeared, not a course", () => {
+    assert.notEqual(categoryOf("someone/esrgan", "ECCV18 Workshops - Enhanced SRGAN. Champion PIRM Challenge on Perceptual Super-Resolution"), "educational");
+    assert.notEqual(categoryOf("someone/pdf-translate", "[EMNLP 2025 Demo] PDF scientific paper translation with preserved formats"), "educational");
+    assert.equal(categoryOf("someone/pycon-ts", "PyCon 2017 tutorial on time series analysis"), "educational");
+  });
 });
 
 describe("rules: abstention and determinism", () => {

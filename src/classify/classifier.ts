@@ -11,7 +11,7 @@ import { sha256Hex } from "../common/hash.js";
 import { CATEGORIES, type Category, type RepoRecord } from "../dataset/record.js";
 import type { Embedder } from "../embed/types.js";
 import { featuresOf } from "./features.js";
-import { CAT_INDEX, ruleScores, rulesFingerprint, type Evidence } from "./rules.js";
+import { CAT_INDEX, HIDDEN_CATEGORIES as HIDDEN, ruleScores, rulesFingerprint, type Evidence } from "./rules.js";
 
 export interface Classification {
   readonly category: Category | null;
@@ -29,8 +29,6 @@ export interface Classifier {
 
 /** Least rule score that names a category at all. */
 export const MIN_SCORE = 3;
-/** Categories excluded from default search need stronger, clearer evidence. */
-const HIDDEN: ReadonlySet<Category> = new Set(["curated-list", "educational"]);
 const HIDDEN_MIN_SCORE = 5;
 const HIDDEN_MIN_RATIO = 1.3;
 /**
