@@ -12,7 +12,7 @@ import { dedupeProjects, descriptionWords, repoPart } from "../src/corpus/dedup.
 import { readUniqueRecords } from "../src/dataset/reader.js";
 
 interface Label {
-  /** Which sample: "tier1" (equal descriptions; the default), "tier2" (reworded descriptions), "tier3" (incubator graduations) or "tier4" (twin counts); tiers 3 and 4 label every pair. */
+  /** Which sample: "tier1" (equal descriptions; the default), "tier2" (reworded descriptions), "tier3" (incubator graduations), "tier4" (twin counts), "tier5" (same creation time) or "tier6" (moved to the project's own organisation); tiers 3 to 6 label every pair. */
   readonly sample?: string;
   readonly alias: string;
   readonly canonical: string;
@@ -33,27 +33,37 @@ async function main(): Promise<void> {
   const { records } = await readUniqueRecords(config.dataset);
   const d = dedupeProjects(records);
   const firstThree = dedupeProjects(records, { tiers: 3 }).aliasOf;
+  const firstFour = dedupeProjects(records, { tiers: 4 }).aliasOf;
+  const firstFive = dedupeProjects(records, { tiers: 5 }).aliasOf;
+  const projectBefore5 = (key: string) => firstFour.get(key) ?? key;
+  const projectBefore6 = (key: string) => firstFive.get(key) ?? key;
   // A pair is still merged when both names land in one project, whichever of them is canonical now.
   const project = (name: string) => d.aliasOf.get(name.toLowerCase()) ?? name.toLowerCase();
   const words = (s: string | null) => descriptionWords(s ?? "").join(" ");
   const byKey = new Map(records.map((r) => [r.key, r]));
-  // Each tier's share of the merges: tier 4 is an alias only the fourth tier makes, tier 3 one whose
-  // repository part differs from its canonical's, tier 2 one whose description differs.
+  // Each tier's share of the merges: tier 6 is an alias the first five tiers keep apart from its
+  // canonical, tier 5 one the first four tiers keep apart from its
+  // canonical, tier 4 one only the fourth tier makes, tier 3 one whose repository part differs from its
+  // canonical's, tier 2 one whose description differs.
   const tierOf = (alias: string, canonical: string) =>
-    !firstThree.has(alias)
-      ? "tier4"
-      : repoPart(alias) !== repoPart(canonical)
-        ? "tier3"
-        : words(byKey.get(alias)?.description ?? null) === words(byKey.get(canonical)?.description ?? null)
-          ? "tier1"
-          : "tier2";
-  const sizes: Record<string, number> = { tier1: 0, tier2: 0, tier3: 0, tier4: 0 };
+    projectBefore6(alias) !== projectBefore6(canonical)
+      ? "tier6"
+      : projectBefore5(alias) !== projectBefore5(canonical)
+        ? "tier5"
+        : !firstThree.has(alias)
+          ? "tier4"
+          : repoPart(alias) !== repoPart(canonical)
+            ? "tier3"
+            : words(byKey.get(alias)?.description ?? null) === words(byKey.get(canonical)?.description ?? null)
+              ? "tier1"
+              : "tier2";
+  const sizes: Record<string, number> = { tier1: 0, tier2: 0, tier3: 0, tier4: 0, tier5: 0, tier6: 0 };
   for (const [a, c] of d.aliasOf) sizes[tierOf(a, c)]!++;
   const samples: Record<
     string,
     { same: number; different: number; unsure: number; noLongerMerged: number; precision: number; pessimisticPrecision: number; merges: number }
   > = {};
-  for (const name of ["tier1", "tier2", "tier3", "tier4"]) {
+  for (const name of ["tier1", "tier2", "tier3", "tier4", "tier5", "tier6"]) {
     const counts = { same: 0, different: 0, unsure: 0 };
     let stale = 0;
     const mine = labels.filter((l) => (l.sample ?? "tier1") === name);

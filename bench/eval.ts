@@ -30,7 +30,7 @@ import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig, projectRoot } from "../src/config/config.js";
-import { descriptionWords, genericReason, repoPart, twins, type GenericReason } from "../src/corpus/dedup.js";
+import { descriptionWords, genericReason, movedHome, repoPart, sameBirth, twins, type GenericReason } from "../src/corpus/dedup.js";
 import { prepareCorpus } from "../src/corpus/prepare.js";
 import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "../src/core/engine.js";
 import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
@@ -43,7 +43,7 @@ import { createReranker } from "../src/core/rerank/factory.js";
 import { createLocalReranker } from "../src/core/rerank/local.js";
 import type { SearchFilters } from "../src/core/types.js";
 import { readUniqueRecords } from "../src/dataset/reader.js";
-import type { RepoRecord } from "../src/dataset/record.js";
+import type { RepoPayload, RepoRecord } from "../src/dataset/record.js";
 import { EmbedPool } from "../src/embed/pool.js";
 import { loadQueryEmbedder } from "../src/embed/factory.js";
 import type { Embedder } from "../src/embed/types.js";
@@ -350,8 +350,10 @@ async function main(): Promise<void> {
   let listsWithDup = 0;
   let listsChecked = 0;
   const dupExamples = new Set<string>();
-  // A transfer seen under two names that the index kept apart: the fourth merge tier's test (twins) on
-  // two results of one list. Counted apart from the look-alikes: their descriptions differ.
+  // A transfer seen under two names that the index kept apart: the tests of the fourth to sixth merge
+  // tiers (twins, sameBirth, movedHome) on two results of one list. Counted apart from the look-alikes:
+  // their descriptions differ.
+  const oneRepository = (a: RepoPayload, b: RepoPayload) => twins(a, b) || sameBirth(a, b) || movedHome(a, b) || movedHome(b, a);
   const payloadOf = new Map(seg.payloads.map((p) => [p.key, p]));
   let twinPairs = 0;
   let listsWithTwins = 0;
@@ -369,7 +371,7 @@ async function main(): Promise<void> {
       for (const keys of byName.values())
         for (let i = 0; i < keys.length; i++)
           for (let j = i + 1; j < keys.length; j++)
-            if (twins(payloadOf.get(keys[i]!)!, payloadOf.get(keys[j]!)!)) {
+            if (oneRepository(payloadOf.get(keys[i]!)!, payloadOf.get(keys[j]!)!)) {
               twinsHere++;
               twinExamples.add(`${keys[i]} = ${keys[j]}`);
             }
@@ -399,7 +401,7 @@ async function main(): Promise<void> {
       `${wouldMerge} the merge rule would join, ${dupPairs - wouldMerge} it keeps apart as different projects${dupExamples.size ? `: ${[...dupExamples].join("; ")}` : ""}`,
   );
   console.log(
-    `transfers listed twice (same repository part, stars and forks within 2 %): ${twinPairs} pairs in ${listsWithTwins} lists${twinExamples.size ? `: ${[...twinExamples].join("; ")}` : ""}`,
+    `transfers listed twice (same repository part; stars and forks within 2 %, created at the same second, or a stale name of the project's own organisation): ${twinPairs} pairs in ${listsWithTwins} lists${twinExamples.size ? `: ${[...twinExamples].join("; ")}` : ""}`,
   );
 
   console.log("\nper-list nDCG@10 (dev)");

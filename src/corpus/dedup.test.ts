@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "vitest";
 import { rec } from "../../test/support/test-records.js";
 import type { RepoRecord } from "../dataset/record.js";
-import { dedupeProjects, descriptionWords, genericReason, twins } from "./dedup.js";
+import { dedupeProjects, descriptionWords, genericReason, movedHome, sameBirth, twins } from "./dedup.js";
 
 const react = (name: string, extra: Partial<RepoRecord>) => rec(name, "The library for web and native user interfaces.", extra);
 
@@ -251,4 +251,132 @@ test("tier 4 joins whole groups: a chain of renames ends at the newest name", ()
   );
   assert.deepEqual([...d.records[0]!.aliases].sort(), ["nrk/predis", "predishq/predis"]);
   assert.equal(d.groups, 1);
+});
+
+test("tier 5 joins a transfer by its creation time, whatever its counts and description did since", () => {
+  const born = "2026-04-05T01:12:07.000Z";
+  const records = [
+    rec("milla-jovovich/mempalace", "The highest-scoring AI memory system ever benchmarked. And it's free.", {
+      stars: 40_257,
+      forks: 5_077,
+      createdAt: born,
+      lastSeen: "2026-04-11T00:00:00.000Z",
+    }),
+    rec("MemPalace/mempalace", "The best-benchmarked open-source AI memory system. And it's free.", {
+      stars: 58_538,
+      forks: 7_507,
+      createdAt: born,
+      lastSeen: "2026-08-22T00:00:00.000Z",
+    }),
+  ];
+  for (const order of [records, [...records].reverse()]) {
+    const d = dedupeProjects(order);
+    assert.deepEqual(
+      d.records.map((r) => r.key),
+      ["mempalace/mempalace"],
+    );
+    assert.deepEqual(d.records[0]!.aliases, ["milla-jovovich/mempalace"]);
+    assert.equal(d.records[0]!.stars, 58_538);
+  }
+  assert.equal(sameBirth(records[0]!, records[1]!), true);
+  assert.equal(dedupeProjects(records, { tiers: 4 }).merged, 0, "the counts moved too far for tier 4");
+});
+
+test("tier 5 leaves alone: another second, a date-only creation time, an unknown one and another repository name", () => {
+  const at = (name: string, createdAt: string | null, description = "An AI memory system") => rec(name, description, { stars: 1_000, createdAt });
+  const pairs: [RepoRecord, RepoRecord][] = [
+    [at("a/mem", "2026-04-05T01:12:07.000Z"), at("b/mem", "2026-04-05T01:12:08.000Z", "Memory for agents")],
+    // date-only sources write midnight: every repository created that day would share it
+    [at("a/mem", "2026-04-05T00:00:00.000Z"), at("b/mem", "2026-04-05T00:00:00.000Z", "Memory for agents")],
+    [at("a/mem", null), at("b/mem", null, "Memory for agents")],
+    [at("a/mem", "2026-04-05T01:12:07.000Z"), at("a/other", "2026-04-05T01:12:07.000Z", "Memory for agents")],
+  ];
+  for (const [x, y] of pairs) {
+    assert.equal(sameBirth(x, y), false, `${x.name} ${x.createdAt} / ${y.name} ${y.createdAt}`);
+    assert.equal(dedupeProjects([x, y]).merged, 0);
+  }
+});
+
+const nvmOld = rec("creationix/nvm", "Node Version Manager - Simple bash script to manage multiple active node.js versions", {
+  stars: 34_245,
+  forks: 3_230,
+  language: "Shell",
+  lastSeen: "2019-04-24T00:00:00.000Z",
+});
+const nvmNew = rec("nvm-sh/nvm", "Node Version Manager - POSIX-compliant bash script to manage multiple active node.js versions", {
+  stars: 94_675,
+  forks: 10_386,
+  language: "Shell",
+  lastSeen: "2026-08-22T00:00:00.000Z",
+});
+
+test("tier 6 joins a name gone stale to the organisation named after the project", () => {
+  for (const order of [
+    [nvmOld, nvmNew],
+    [nvmNew, nvmOld],
+  ]) {
+    const d = dedupeProjects(order);
+    assert.deepEqual(
+      d.records.map((r) => r.key),
+      ["nvm-sh/nvm"],
+    );
+    assert.deepEqual(d.records[0]!.aliases, ["creationix/nvm"]);
+  }
+  assert.equal(dedupeProjects([nvmOld, nvmNew], { tiers: 5 }).merged, 0, "the description changed and the counts moved: no earlier tier joins them");
+  // a project rewritten in TypeScript on the way keeps its identity
+  const umamiOld = rec("mikecao/umami", "Umami is a simple, fast, privacy-focused alternative to Google Analytics.", {
+    stars: 11_712,
+    forks: 1_607,
+    language: "JavaScript",
+    lastSeen: "2022-06-14T00:00:00.000Z",
+  });
+  const umamiNew = rec("umami-software/umami", "Umami is a privacy-first analytics platform, a Google Analytics alternative.", {
+    stars: 38_291,
+    forks: 7_363,
+    language: "TypeScript",
+    lastSeen: "2026-08-21T00:00:00.000Z",
+  });
+  assert.equal(movedHome(umamiOld, umamiNew), true);
+  assert.equal(movedHome(umamiNew, umamiOld), false, "the newer name is the one that stays");
+  // counts the newer name lacks are read from the records the tiers above joined to it
+  const youki = [
+    rec("utam0k/youki", "An experimental container runtime written in Rust", { stars: 883, forks: 40, language: "Rust", lastSeen: "2021-05-30T00:00:00.000Z" }),
+    rec("containers/youki", "A container runtime written in Rust", { stars: 5_974, forks: 104, language: "Rust", lastSeen: "2024-07-01T00:00:00.000Z" }),
+    rec("youki-dev/youki", "A container runtime written in Rust", { stars: 7_557, lastSeen: "2026-08-21T00:00:00.000Z" }),
+  ];
+  for (const order of [youki, [...youki].reverse()]) {
+    const d = dedupeProjects(order);
+    assert.deepEqual(
+      d.records.map((r) => r.key),
+      ["youki-dev/youki"],
+    );
+    assert.deepEqual([...d.records[0]!.aliases].sort(), ["containers/youki", "utam0k/youki"]);
+  }
+});
+
+test("tier 6 leaves alone: a living name, another owner, a fork's forks, another language, other words, a common name", () => {
+  const cases: [string, RepoRecord, RepoRecord][] = [
+    ["both names still listed", { ...nvmOld, lastSeen: "2026-03-01T00:00:00.000Z" }, nvmNew],
+    [
+      "the new owner is not named after the project",
+      nvmOld,
+      rec("getify/nvm", nvmNew.description, { stars: nvmNew.stars, forks: nvmNew.forks, language: "Shell", lastSeen: nvmNew.lastSeen }),
+    ],
+    ["a fork starts from no forks", nvmOld, { ...nvmNew, forks: 120 }],
+    ["another language", nvmOld, { ...nvmNew, language: "Go" }],
+    ["descriptions about other things", nvmOld, { ...nvmNew, description: "A fast key-value store written in shell" }],
+    ["few stars", { ...nvmOld, stars: 300 }, nvmNew],
+  ];
+  for (const [why, older, newer] of cases) {
+    assert.equal(movedHome(older, newer), false, why);
+    assert.equal(dedupeProjects([older, newer]).merged, 0, why);
+  }
+  // a repository part held by ten or more records is too common to join on the owner's name
+  const many = Array.from({ length: 8 }, (_, i) => rec(`someone${i}/nvm`, `Unrelated nvm number ${i}`, { stars: 10 }));
+  assert.equal(dedupeProjects([nvmOld, nvmNew, ...many]).merged, 0);
+  // the old name's cluster must be stale as a whole: a still-listed twin keeps it apart
+  const twin = rec("someone/nvm", nvmOld.description, { stars: 900, forks: 80, lastSeen: "2026-08-21T00:00:00.000Z" });
+  const withTwin = dedupeProjects([nvmOld, twin, nvmNew]);
+  assert.deepEqual(withTwin.records.map((r) => r.key).sort(), ["creationix/nvm", "nvm-sh/nvm"]);
+  assert.equal(withTwin.aliasOf.get("someone/nvm"), "creationix/nvm", "tier 1 still joins the twins");
 });

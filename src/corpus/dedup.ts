@@ -14,7 +14,11 @@
  * older description's words all in the newer one's, and the older name no longer seen for months
  * (mergeReworded). A third joins an incubating name to the graduated one of the same owner
  * (`apache/incubator-superset` → `apache/superset`: mergeGraduated). A fourth joins a transfer the crawl
- * saw under both names, by its counts: same repository part, stars and forks within 2 % (mergeTwins).
+ * saw under both names, by its counts: same repository part, stars and forks within 2 % (mergeTwins). A
+ * fifth joins one by its creation time, which a rename or transfer keeps and a fork or copy does not:
+ * same repository part and the same `createdAt` to the second (mergeSameBirth). A sixth joins a name
+ * gone stale for a year to the organisation named after the project that took it over (`creationix/nvm`
+ * → `nvm-sh/nvm`, `jakubroztocil/httpie` → `httpie/httpie`: mergeMovedHome).
  *
  * Same name and description is weak evidence when both are generic: 119 repositories named `ama` say
  * "Ask me anything!", and "My dotfiles" is everyone's. A group is left alone when it is large, when its
@@ -27,7 +31,7 @@
 import type { RepoRecord } from "../dataset/record.js";
 
 /** Bumped whenever the grouping rule changes: it is part of every point's content hash. */
-export const DEDUP_VERSION = 4;
+export const DEDUP_VERSION = 6;
 
 /** Groups larger than this are many people's same-named repositories, not one project. */
 export const MAX_GROUP = 8;
@@ -304,14 +308,141 @@ function mergeTwins(records: readonly RepoRecord[], clusters: RepoRecord[][]): v
   }
 }
 
+/** A `createdAt` with a time of day: date-only sources write midnight, which many repositories share. */
+const TIMED_CREATED_AT = /T(?!00:00:00)\d\d:\d\d:\d\d/;
+
+/**
+ * Tier 5: two records of one repository part created at the same second are one repository: GitHub keeps
+ * `createdAt` through a rename or transfer, and a fork, template copy or mirror gets its own. Catches
+ * transfers of fast-growing repositories whose counts moved between the two sightings and whose
+ * description was edited (milla-jovovich/mempalace, 40k stars in April, is MemPalace/mempalace, 58k in
+ * August). Only times of day count (a date-only value is midnight for every repository of that day), and
+ * `createdAt` is known for about one record in eight, so the tier is small and, on inspection of every
+ * merge it makes, exact (bench/dedup-labels.md).
+ */
+export function sameBirth(a: Pick<RepoRecord, "key" | "createdAt">, b: Pick<RepoRecord, "key" | "createdAt">): boolean {
+  if (a.createdAt === null || b.createdAt === null || a.createdAt !== b.createdAt || !TIMED_CREATED_AT.test(a.createdAt)) return false;
+  return repoPart(a.key).toLowerCase() === repoPart(b.key).toLowerCase();
+}
+
+/** Tier 5 (see sameBirth): joins the clusters (or lone records) of records born together, in key order. */
+function mergeSameBirth(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
+  const byBirth = new Map<string, RepoRecord[]>();
+  for (const r of records) {
+    if (r.createdAt === null || !TIMED_CREATED_AT.test(r.createdAt)) continue;
+    const id = `${repoPart(r.key).toLowerCase()}\n${r.createdAt}`;
+    const group = byBirth.get(id);
+    if (group) group.push(r);
+    else byBirth.set(id, [r]);
+  }
+  const join = clusterJoiner(clusters);
+  for (const id of [...byBirth.keys()].sort()) {
+    const rs = byBirth.get(id)!;
+    if (rs.length < 2 || rs.length > MAX_GROUP) continue;
+    rs.sort((x, y) => (x.key < y.key ? -1 : 1));
+    for (let i = 1; i < rs.length; i++) join(rs[0]!, rs[i]!);
+  }
+}
+
+/** Tier 6: the older name was last seen at least this long before the newer one. */
+const MOVED_STALE_DAYS = 365;
+/** Tier 6: the newer record has at least this share of the older one's forks (a transfer keeps them; a fork starts from none). */
+const MOVED_MIN_FORK_SHARE = 0.9;
+/** Tier 6: the descriptions share at least this share of the shorter one's content words. */
+const MOVED_MIN_SHARED_WORDS = 0.25;
+/** Words too common to say two descriptions are about one thing. */
+const FUNCTION_WORDS = new Set("a an the and or of for to in on with by is it its that this your you from as at be are".split(" "));
+
+/** A project rewritten in TypeScript keeps its identity (umami, mermaid, puppeteer moved and migrated). */
+function languageFamily(language: string): string {
+  return language === "TypeScript" ? "JavaScript" : language;
+}
+
+/** Lowercase letters and digits only: "nvm-sh" → "nvmsh", "ZLMediaKit" → "zlmediakit". */
+function squash(s: string): string {
+  return s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "");
+}
+
+/**
+ * Tier 6: `older` is an earlier name of `newer` when a project moved to an organisation of its own name
+ * and the old name stopped being listed. Same repository part (held by fewer than COMMON_NAME_RECORDS
+ * records); the newer owner's name holds the repository's (`nvm-sh` holds `nvm`, `go-gorm` holds `gorm`);
+ * the older name last seen at least a year before the newer; both with ≥ TWIN_MIN_STARS stars; the newer
+ * with at least 90 % of the older one's forks; the same language where both are known (JavaScript and
+ * TypeScript count as one); and descriptions
+ * sharing a quarter of the shorter one's content words. The organisation's name is what tells a move
+ * from a fork: a continuation fork or a translation lives under its maintainer's name (getify's
+ * You-Dont-Know-JS against a translator's copy), and the stale bound keeps two living projects apart.
+ * Precision, labelled by hand on every merge: bench/dedup-labels.md.
+ */
+export function movedHome(
+  older: Pick<RepoRecord, "key" | "stars" | "forks" | "language" | "description" | "lastSeen">,
+  newer: Pick<RepoRecord, "key" | "stars" | "forks" | "language" | "description" | "lastSeen">,
+): boolean {
+  const repo = squash(repoPart(newer.key));
+  if (repo.length < 3 || repo !== squash(repoPart(older.key)) || !squash(newer.key.slice(0, newer.key.indexOf("/"))).includes(repo)) return false;
+  if ((older.stars ?? 0) < TWIN_MIN_STARS || (newer.stars ?? 0) < TWIN_MIN_STARS) return false;
+  if (older.forks === null || newer.forks === null || newer.forks < MOVED_MIN_FORK_SHARE * older.forks) return false;
+  if (older.language !== null && newer.language !== null && languageFamily(older.language) !== languageFamily(newer.language)) return false;
+  if (older.lastSeen === null || newer.lastSeen === null || Date.parse(newer.lastSeen) - Date.parse(older.lastSeen) < MOVED_STALE_DAYS * 86_400_000)
+    return false;
+  const content = (d: string | null) => new Set(descriptionWords(d ?? "").filter((w) => !FUNCTION_WORDS.has(w)));
+  const wa = content(older.description);
+  const wb = content(newer.description);
+  if (wa.size === 0 || wb.size === 0) return false;
+  let shared = 0;
+  for (const w of wa) if (wb.has(w)) shared++;
+  return shared >= MOVED_MIN_SHARED_WORDS * Math.min(wa.size, wb.size);
+}
+
+/** Tier 6 (see movedHome): joins each stale name to the newer name it moved to, in key order. */
+function mergeMovedHome(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
+  const holders = new Map<string, number>();
+  for (const r of records) {
+    const name = repoPart(r.key).toLowerCase();
+    holders.set(name, (holders.get(name) ?? 0) + 1);
+  }
+  const byName = new Map<string, RepoRecord[]>();
+  for (const r of records) {
+    const name = repoPart(r.key).toLowerCase();
+    if ((r.stars ?? 0) < TWIN_MIN_STARS || holders.get(name)! >= COMMON_NAME_RECORDS) continue;
+    const group = byName.get(name);
+    if (group) group.push(r);
+    else byName.set(name, [r]);
+  }
+  // The old name's whole cluster must have gone stale: marcelscruz/public-apis, still listed, shares
+  // its description with public-apis-dev/public-apis, which alone would pass for public-apis/public-apis.
+  const clusterOf = new Map<string, readonly RepoRecord[]>();
+  for (const c of clusters) for (const r of c) clusterOf.set(r.key, c);
+  const staleBefore = (older: RepoRecord, newer: RepoRecord) =>
+    (clusterOf.get(older.key) ?? [older]).every(
+      (r) => r.lastSeen !== null && Date.parse(newer.lastSeen!) - Date.parse(r.lastSeen) >= MOVED_STALE_DAYS * 86_400_000,
+    );
+  // The newer side as its project is known: a record the tiers above joined may lack forks or a
+  // language that another name of it has (youki-dev/youki, no forks, is containers/youki, 104).
+  const filled = (r: RepoRecord): RepoRecord => {
+    const cluster = clusterOf.get(r.key);
+    if (!cluster || (r.forks !== null && r.language !== null)) return r;
+    // Whatever the order the cluster was built in: the most forks, the language of the most starred.
+    const forks = Math.max(-1, ...cluster.map((x) => x.forks ?? -1));
+    const speaker = [...cluster].filter((x) => x.language !== null).sort((x, y) => (y.stars ?? 0) - (x.stars ?? 0) || (x.key < y.key ? -1 : 1))[0];
+    return { ...r, forks: r.forks ?? (forks >= 0 ? forks : null), language: r.language ?? speaker?.language ?? null };
+  };
+  const join = clusterJoiner(clusters);
+  for (const name of [...byName.keys()].sort()) {
+    const rs = byName.get(name)!.sort((x, y) => (x.key < y.key ? -1 : 1));
+    for (const newer of rs) for (const older of rs) if (older !== newer && movedHome(older, filled(newer)) && staleBefore(older, newer)) join(newer, older);
+  }
+}
+
 export interface DedupOptions {
-  /** The last tier to run (1–4, default 4): `npm run eval:dedup` tells each tier's merges apart with it. */
-  readonly tiers?: 1 | 2 | 3 | 4;
+  /** The last tier to run (1–6, default 6): `npm run eval:dedup` tells each tier's merges apart with it. */
+  readonly tiers?: 1 | 2 | 3 | 4 | 5 | 6;
 }
 
 /** Merges duplicate projects (see the module comment). `records` must have unique keys. */
 export function dedupeProjects(records: readonly RepoRecord[], options: DedupOptions = {}): DedupResult {
-  const tiers = options.tiers ?? 4;
+  const tiers = options.tiers ?? 6;
   const nameRecords = new Map<string, number>();
   for (const r of records) {
     const repo = repoPart(r.key);
@@ -350,6 +481,10 @@ export function dedupeProjects(records: readonly RepoRecord[], options: DedupOpt
   if (tiers >= 3) mergeGraduated(records, clusters);
   // Tier 4: a transfer seen under both names, by its stars and forks.
   if (tiers >= 4) mergeTwins(records, clusters);
+  // Tier 5: a transfer or rename by its creation time.
+  if (tiers >= 5) mergeSameBirth(records, clusters);
+  // Tier 6: a stale name joins the organisation named after the project.
+  if (tiers >= 6) mergeMovedHome(records, clusters);
   const canonical = new Map<string, RepoRecord>();
   const aliasOf = new Map<string, string>();
   for (const c of clusters) {
