@@ -297,18 +297,25 @@ test("tier 5 leaves alone: another second, a date-only creation time, an unknown
   }
 });
 
-const nvmOld = rec("creationix/nvm", "Node Version Manager - Simple bash script to manage multiple active node.js versions", {
-  stars: 34_245,
-  forks: 3_230,
-  language: "Shell",
-  lastSeen: "2019-04-24T00:00:00.000Z",
-});
-const nvmNew = rec("nvm-sh/nvm", "Node Version Manager - POSIX-compliant bash script to manage multiple active node.js versions", {
-  stars: 94_675,
-  forks: 10_386,
-  language: "Shell",
-  lastSeen: "2026-08-22T00:00:00.000Z",
-});
+/** A record as a crawl saw it: counts, language and the day it was last listed. */
+const seen = (name: string, description: string, stars: number, forks: number | null, language: string | null, lastSeen: string) =>
+  rec(name, description, { stars, forks, language, lastSeen: `${lastSeen}T00:00:00.000Z` });
+const nvmOld = seen(
+  "creationix/nvm",
+  "Node Version Manager - Simple bash script to manage multiple active node.js versions",
+  34_245,
+  3_230,
+  "Shell",
+  "2019-04-24",
+);
+const nvmNew = seen(
+  "nvm-sh/nvm",
+  "Node Version Manager - POSIX-compliant bash script to manage multiple active node.js versions",
+  94_675,
+  10_386,
+  "Shell",
+  "2026-08-22",
+);
 
 test("tier 6 joins a name gone stale to the organisation named after the project", () => {
   for (const order of [
@@ -324,25 +331,29 @@ test("tier 6 joins a name gone stale to the organisation named after the project
   }
   assert.equal(dedupeProjects([nvmOld, nvmNew], { tiers: 5 }).merged, 0, "the description changed and the counts moved: no earlier tier joins them");
   // a project rewritten in TypeScript on the way keeps its identity
-  const umamiOld = rec("mikecao/umami", "Umami is a simple, fast, privacy-focused alternative to Google Analytics.", {
-    stars: 11_712,
-    forks: 1_607,
-    language: "JavaScript",
-    lastSeen: "2022-06-14T00:00:00.000Z",
-  });
-  const umamiNew = rec("umami-software/umami", "Umami is a privacy-first analytics platform, a Google Analytics alternative.", {
-    stars: 38_291,
-    forks: 7_363,
-    language: "TypeScript",
-    lastSeen: "2026-08-21T00:00:00.000Z",
-  });
+  const umamiOld = seen(
+    "mikecao/umami",
+    "Umami is a simple, fast, privacy-focused alternative to Google Analytics.",
+    11_712,
+    1_607,
+    "JavaScript",
+    "2022-06-14",
+  );
+  const umamiNew = seen(
+    "umami-software/umami",
+    "Umami is a privacy-first analytics platform, a Google Analytics alternative.",
+    38_291,
+    7_363,
+    "TypeScript",
+    "2026-08-21",
+  );
   assert.equal(movedHome(umamiOld, umamiNew), true);
   assert.equal(movedHome(umamiNew, umamiOld), false, "the newer name is the one that stays");
   // counts the newer name lacks are read from the records the tiers above joined to it
   const youki = [
-    rec("utam0k/youki", "An experimental container runtime written in Rust", { stars: 883, forks: 40, language: "Rust", lastSeen: "2021-05-30T00:00:00.000Z" }),
-    rec("containers/youki", "A container runtime written in Rust", { stars: 5_974, forks: 104, language: "Rust", lastSeen: "2024-07-01T00:00:00.000Z" }),
-    rec("youki-dev/youki", "A container runtime written in Rust", { stars: 7_557, lastSeen: "2026-08-21T00:00:00.000Z" }),
+    seen("utam0k/youki", "An experimental container runtime written in Rust", 883, 40, "Rust", "2021-05-30"),
+    seen("containers/youki", "A container runtime written in Rust", 5_974, 104, "Rust", "2024-07-01"),
+    seen("youki-dev/youki", "A container runtime written in Rust", 7_557, null, null, "2026-08-21"),
   ];
   for (const order of [youki, [...youki].reverse()]) {
     const d = dedupeProjects(order);
@@ -357,11 +368,7 @@ test("tier 6 joins a name gone stale to the organisation named after the project
 test("tier 6 leaves alone: a living name, another owner, a fork's forks, another language, other words, a common name", () => {
   const cases: [string, RepoRecord, RepoRecord][] = [
     ["both names still listed", { ...nvmOld, lastSeen: "2026-03-01T00:00:00.000Z" }, nvmNew],
-    [
-      "the new owner is not named after the project",
-      nvmOld,
-      rec("getify/nvm", nvmNew.description, { stars: nvmNew.stars, forks: nvmNew.forks, language: "Shell", lastSeen: nvmNew.lastSeen }),
-    ],
+    ["the new owner is not named after the project", nvmOld, seen("getify/nvm", nvmNew.description!, 94_675, 10_386, "Shell", "2026-08-22")],
     ["a fork starts from no forks", nvmOld, { ...nvmNew, forks: 120 }],
     ["another language", nvmOld, { ...nvmNew, language: "Go" }],
     ["descriptions about other things", nvmOld, { ...nvmNew, description: "A fast key-value store written in shell" }],
