@@ -257,6 +257,15 @@ function evalSection(root: string, glance: Glance[]): Section {
           ? ` Transfers listed twice (same repository name and the test of the merge's fourth, fifth or sixth tier: stars and forks within 2 %, created at the same second, or a stale name of the project's own organisation): ${int(dup.twinPairs)} pairs in ${int(dup.listsWithTwins)} lists.`
           : ""),
     );
+    const same = obj(dup.sameName);
+    if (same) {
+      const top = Array.isArray(same.mostListed) ? (same.mostListed as { pair: string; lists: number }[]).slice(0, 12) : [];
+      lines.push(
+        "",
+        `Other pairs of one repository name, both with ≥ ${int(same.minStars)} stars, that no merge test decides (unjudged: one project under two names that no tier joins, or two projects of one name): ` +
+          `${int(same.pairs)} pairs, ${int(same.distinct)} distinct, in ${int(same.lists)} lists. Most listed: ${top.map((t) => `${t.pair} (${t.lists})`).join("; ")}.`,
+      );
+    }
   }
   if (pool || dup) lines.push("");
 

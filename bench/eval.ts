@@ -358,6 +358,13 @@ async function main(): Promise<void> {
   let twinPairs = 0;
   let listsWithTwins = 0;
   const twinExamples = new Set<string>();
+  // What no tier's test decides: two well-known results of one repository part. Unjudged: some are one
+  // project under two names that no tier joins (psf/requests and not-kennethreitz/requests), some two
+  // projects of one name (motdotla/dotenv and bkeepers/dotenv). Listed so that a reader can judge them.
+  const SAME_NAME_MIN_STARS = 1_000;
+  let sameNamePairs = 0;
+  let listsWithSameName = 0;
+  const sameNameLists = new Map<string, number>();
   for (const run of [shippedRun, rerankRun]) {
     for (const ranked of run.rankings.values()) {
       listsChecked++;
@@ -377,6 +384,19 @@ async function main(): Promise<void> {
             }
       twinPairs += twinsHere;
       if (twinsHere) listsWithTwins++;
+      let sameNameHere = 0;
+      for (const keys of byName.values())
+        for (let i = 0; i < keys.length; i++)
+          for (let j = i + 1; j < keys.length; j++) {
+            const [a, b] = [payloadOf.get(keys[i]!)!, payloadOf.get(keys[j]!)!];
+            if ((a.stars ?? 0) < SAME_NAME_MIN_STARS || (b.stars ?? 0) < SAME_NAME_MIN_STARS || oneRepository(a, b)) continue;
+            if (identity.get(a.key) !== null && identity.get(a.key) === identity.get(b.key)) continue;
+            sameNameHere++;
+            const pair = [a.key, b.key].sort().join(" = ");
+            sameNameLists.set(pair, (sameNameLists.get(pair) ?? 0) + 1);
+          }
+      sameNamePairs += sameNameHere;
+      if (sameNameHere) listsWithSameName++;
       const seen = new Map<string, string>();
       let dup = 0;
       for (const k of ranked) {
@@ -402,6 +422,12 @@ async function main(): Promise<void> {
   );
   console.log(
     `transfers listed twice (same repository part; stars and forks within 2 %, created at the same second, or a stale name of the project's own organisation): ${twinPairs} pairs in ${listsWithTwins} lists${twinExamples.size ? `: ${[...twinExamples].join("; ")}` : ""}`,
+  );
+
+  const sameNameTop = [...sameNameLists].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1)).slice(0, 20);
+  console.log(
+    `other same-name pairs of ≥ ${SAME_NAME_MIN_STARS.toLocaleString("en-US")}-star results (unjudged: one project under two names, or two projects of one name): ` +
+      `${sameNamePairs} pairs (${sameNameLists.size} distinct) in ${listsWithSameName} lists; most listed: ${sameNameTop.map(([p, n]) => `${p} (${n})`).join("; ")}`,
   );
 
   console.log("\nper-list nDCG@10 (dev)");
@@ -437,6 +463,13 @@ async function main(): Promise<void> {
       twinPairs,
       listsWithTwins,
       twinExamples: [...twinExamples],
+      sameName: {
+        minStars: SAME_NAME_MIN_STARS,
+        pairs: sameNamePairs,
+        distinct: sameNameLists.size,
+        lists: listsWithSameName,
+        mostListed: sameNameTop.map(([pair, lists]) => ({ pair, lists })),
+      },
     },
     tuning: tuning?.summary ?? (await earlierTuning(ranker.training)),
     teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null,
