@@ -375,26 +375,25 @@ async function main(): Promise<void> {
         else byName.set(repoPart(k), [k]);
       }
       let twinsHere = 0;
-      for (const keys of byName.values())
-        for (let i = 0; i < keys.length; i++)
-          for (let j = i + 1; j < keys.length; j++)
-            if (oneRepository(payloadOf.get(keys[i]!)!, payloadOf.get(keys[j]!)!)) {
-              twinsHere++;
-              twinExamples.add(`${keys[i]} = ${keys[j]}`);
-            }
-      twinPairs += twinsHere;
-      if (twinsHere) listsWithTwins++;
+      // Each pair of one repository part once: a transfer by the tiers' tests, else a well-known same-name pair.
       let sameNameHere = 0;
       for (const keys of byName.values())
         for (let i = 0; i < keys.length; i++)
           for (let j = i + 1; j < keys.length; j++) {
             const [a, b] = [payloadOf.get(keys[i]!)!, payloadOf.get(keys[j]!)!];
-            if ((a.stars ?? 0) < SAME_NAME_MIN_STARS || (b.stars ?? 0) < SAME_NAME_MIN_STARS || oneRepository(a, b)) continue;
+            if (oneRepository(a, b)) {
+              twinsHere++;
+              twinExamples.add(`${keys[i]} = ${keys[j]}`);
+              continue;
+            }
+            if ((a.stars ?? 0) < SAME_NAME_MIN_STARS || (b.stars ?? 0) < SAME_NAME_MIN_STARS) continue;
             if (identity.get(a.key) !== null && identity.get(a.key) === identity.get(b.key)) continue;
             sameNameHere++;
             const pair = [a.key, b.key].sort().join(" = ");
             sameNameLists.set(pair, (sameNameLists.get(pair) ?? 0) + 1);
           }
+      twinPairs += twinsHere;
+      if (twinsHere) listsWithTwins++;
       sameNamePairs += sameNameHere;
       if (sameNameHere) listsWithSameName++;
       const seen = new Map<string, string>();

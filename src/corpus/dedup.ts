@@ -201,9 +201,13 @@ function mergeReworded(
   clusters.splice(0, clusters.length, ...kept);
 }
 
+/** Days from one `lastSeen` to a later one (negative when `newer` is the earlier). */
+function daysBetween(older: string, newer: string): number {
+  return (Date.parse(newer) - Date.parse(older)) / 86_400_000;
+}
+
 function rewords(old: Unit, newer: Unit): boolean {
-  const days = (Date.parse(newer.newest.lastSeen!) - Date.parse(old.newest.lastSeen!)) / 86_400_000;
-  if (!(days >= STALE_DAYS)) return false;
+  if (!(daysBetween(old.newest.lastSeen!, newer.newest.lastSeen!) >= STALE_DAYS)) return false;
   // A new name is as known as the old one (within CANONICAL_MIN_STAR_SHARE): a little-starred newer
   // repository that extends an older description is a fork with a purpose of its own.
   const stars = (u: Unit) => Math.max(...u.records.map((r) => r.stars ?? 0));
@@ -286,26 +290,37 @@ export function twins(a: Pick<RepoRecord, "key" | "stars" | "forks" | "descripti
   const wa = new Set(descriptionWords(a.description ?? ""));
   const wb = new Set(descriptionWords(b.description ?? ""));
   if (wa.size === 0 || wb.size === 0) return true;
+  return sharedShare(wa, wb) >= TWIN_MIN_SHARED_WORDS;
+}
+
+/** The share of the smaller word set that the other holds (both non-empty). */
+function sharedShare(wa: ReadonlySet<string>, wb: ReadonlySet<string>): number {
   let shared = 0;
   for (const w of wa) if (wb.has(w)) shared++;
-  return shared >= TWIN_MIN_SHARED_WORDS * Math.min(wa.size, wb.size);
+  return shared / Math.min(wa.size, wb.size);
 }
 
 /** Tier 4 (see twins): joins the clusters (or lone records) of twin records, in key order so the result is order-independent. */
 function mergeTwins(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
-  const byName = new Map<string, RepoRecord[]>();
-  for (const r of records) {
-    if ((r.stars ?? 0) < TWIN_MIN_STARS) continue;
-    const name = repoPart(r.key).toLowerCase();
-    const group = byName.get(name);
-    if (group) group.push(r);
-    else byName.set(name, [r]);
-  }
   const join = clusterJoiner(clusters);
-  for (const name of [...byName.keys()].sort()) {
-    const rs = byName.get(name)!.sort((x, y) => (x.key < y.key ? -1 : 1));
+  for (const rs of groupsInKeyOrder(records, (r) => ((r.stars ?? 0) < TWIN_MIN_STARS ? null : repoPart(r.key).toLowerCase())))
     for (let i = 0; i < rs.length; i++) for (let j = i + 1; j < rs.length; j++) if (twins(rs[i]!, rs[j]!)) join(rs[i]!, rs[j]!);
+}
+
+/**
+ * Tiers 4 to 6: the records grouped by `groupOf` (null leaves a record out), groups in the order of their
+ * id and records in key order within each, so that the joins made over them do not depend on the input's order.
+ */
+function groupsInKeyOrder(records: readonly RepoRecord[], groupOf: (r: RepoRecord) => string | null): RepoRecord[][] {
+  const groups = new Map<string, RepoRecord[]>();
+  for (const r of records) {
+    const id = groupOf(r);
+    if (id === null) continue;
+    const group = groups.get(id);
+    if (group) group.push(r);
+    else groups.set(id, [r]);
   }
+  return [...groups.keys()].sort().map((id) => groups.get(id)!.sort((x, y) => (x.key < y.key ? -1 : 1)));
 }
 
 /** A `createdAt` with a time of day: date-only sources write midnight, which many repositories share. */
@@ -327,19 +342,10 @@ export function sameBirth(a: Pick<RepoRecord, "key" | "createdAt">, b: Pick<Repo
 
 /** Tier 5 (see sameBirth): joins the clusters (or lone records) of records born together, in key order. */
 function mergeSameBirth(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
-  const byBirth = new Map<string, RepoRecord[]>();
-  for (const r of records) {
-    if (r.createdAt === null || !TIMED_CREATED_AT.test(r.createdAt)) continue;
-    const id = `${repoPart(r.key).toLowerCase()}\n${r.createdAt}`;
-    const group = byBirth.get(id);
-    if (group) group.push(r);
-    else byBirth.set(id, [r]);
-  }
   const join = clusterJoiner(clusters);
-  for (const id of [...byBirth.keys()].sort()) {
-    const rs = byBirth.get(id)!;
+  const birth = (r: RepoRecord) => (r.createdAt === null || !TIMED_CREATED_AT.test(r.createdAt) ? null : `${repoPart(r.key).toLowerCase()}\n${r.createdAt}`);
+  for (const rs of groupsInKeyOrder(records, birth)) {
     if (rs.length < 2 || rs.length > MAX_GROUP) continue;
-    rs.sort((x, y) => (x.key < y.key ? -1 : 1));
     for (let i = 1; i < rs.length; i++) join(rs[0]!, rs[i]!);
   }
 }
@@ -384,15 +390,11 @@ export function movedHome(
   if ((older.stars ?? 0) < TWIN_MIN_STARS || (newer.stars ?? 0) < TWIN_MIN_STARS) return false;
   if (older.forks === null || newer.forks === null || newer.forks < MOVED_MIN_FORK_SHARE * older.forks) return false;
   if (older.language !== null && newer.language !== null && languageFamily(older.language) !== languageFamily(newer.language)) return false;
-  if (older.lastSeen === null || newer.lastSeen === null || Date.parse(newer.lastSeen) - Date.parse(older.lastSeen) < MOVED_STALE_DAYS * 86_400_000)
-    return false;
+  if (older.lastSeen === null || newer.lastSeen === null || daysBetween(older.lastSeen, newer.lastSeen) < MOVED_STALE_DAYS) return false;
   const content = (d: string | null) => new Set(descriptionWords(d ?? "").filter((w) => !FUNCTION_WORDS.has(w)));
   const wa = content(older.description);
   const wb = content(newer.description);
-  if (wa.size === 0 || wb.size === 0) return false;
-  let shared = 0;
-  for (const w of wa) if (wb.has(w)) shared++;
-  return shared >= MOVED_MIN_SHARED_WORDS * Math.min(wa.size, wb.size);
+  return wa.size > 0 && wb.size > 0 && sharedShare(wa, wb) >= MOVED_MIN_SHARED_WORDS;
 }
 
 /** Tier 6 (see movedHome): joins each stale name to the newer name it moved to, in key order. */
@@ -402,22 +404,16 @@ function mergeMovedHome(records: readonly RepoRecord[], clusters: RepoRecord[][]
     const name = repoPart(r.key).toLowerCase();
     holders.set(name, (holders.get(name) ?? 0) + 1);
   }
-  const byName = new Map<string, RepoRecord[]>();
-  for (const r of records) {
+  const groups = groupsInKeyOrder(records, (r) => {
     const name = repoPart(r.key).toLowerCase();
-    if ((r.stars ?? 0) < TWIN_MIN_STARS || holders.get(name)! >= COMMON_NAME_RECORDS) continue;
-    const group = byName.get(name);
-    if (group) group.push(r);
-    else byName.set(name, [r]);
-  }
+    return (r.stars ?? 0) < TWIN_MIN_STARS || holders.get(name)! >= COMMON_NAME_RECORDS ? null : name;
+  });
   // The old name's whole cluster must have gone stale: marcelscruz/public-apis, still listed, shares
   // its description with public-apis-dev/public-apis, which alone would pass for public-apis/public-apis.
   const clusterOf = new Map<string, readonly RepoRecord[]>();
   for (const c of clusters) for (const r of c) clusterOf.set(r.key, c);
   const staleBefore = (older: RepoRecord, newer: RepoRecord) =>
-    (clusterOf.get(older.key) ?? [older]).every(
-      (r) => r.lastSeen !== null && Date.parse(newer.lastSeen!) - Date.parse(r.lastSeen) >= MOVED_STALE_DAYS * 86_400_000,
-    );
+    (clusterOf.get(older.key) ?? [older]).every((r) => r.lastSeen !== null && daysBetween(r.lastSeen, newer.lastSeen!) >= MOVED_STALE_DAYS);
   // The newer side as its project is known: a record the tiers above joined may lack forks or a
   // language that another name of it has (youki-dev/youki, no forks, is containers/youki, 104).
   const filled = (r: RepoRecord): RepoRecord => {
@@ -429,9 +425,12 @@ function mergeMovedHome(records: readonly RepoRecord[], clusters: RepoRecord[][]
     return { ...r, forks: r.forks ?? (forks >= 0 ? forks : null), language: r.language ?? speaker?.language ?? null };
   };
   const join = clusterJoiner(clusters);
-  for (const name of [...byName.keys()].sort()) {
-    const rs = byName.get(name)!.sort((x, y) => (x.key < y.key ? -1 : 1));
-    for (const newer of rs) for (const older of rs) if (older !== newer && movedHome(older, filled(newer)) && staleBefore(older, newer)) join(newer, older);
+  for (const rs of groups) {
+    if (rs.length < 2) continue;
+    for (const newer of rs) {
+      const known = filled(newer);
+      for (const older of rs) if (older !== newer && movedHome(older, known) && staleBefore(older, newer)) join(newer, older);
+    }
   }
 }
 
