@@ -12,7 +12,7 @@ import { dedupeProjects, descriptionWords, repoPart } from "../src/corpus/dedup.
 import { readUniqueRecords } from "../src/dataset/reader.js";
 
 interface Label {
-  /** Which sample: "tier1" (equal descriptions; the default), "tier2" (reworded descriptions), "tier3" (incubator graduations), "tier4" (twin counts), "tier5" (same creation time) or "tier6" (moved to the project's own organisation); tiers 3 to 6 label every pair. */
+  /** Which sample: "tier1" (equal descriptions; the default), "tier2" (reworded descriptions), "tier3" (incubator graduations), "tier4" (twin counts), "tier5" (same creation time) or "tier6" (moved to the project's own organisation); tiers 3 to 6 label every pair. "tier1-rare-word" labels every tier-1 merge that a rare word took out of the generic rule; it is not a random sample and is not counted in tier 1's precision. */
   readonly sample?: string;
   readonly alias: string;
   readonly canonical: string;

@@ -333,7 +333,11 @@ async function main(): Promise<void> {
   // was built by another rule or the merge has a bug.
   const byIdentity = new Map<string, { stars: number | null }[]>();
   const nameRecords = new Map<string, number>();
+  // Descriptions per word over the index's records: the dataset's count less its merged aliases'
+  // descriptions, which repeat their canonical's, so a word the merge found rare is rare here too.
+  const wordRecords = new Map<string, number>();
   for (const p of seg.payloads) {
+    for (const w of new Set(descriptionWords(p.description ?? ""))) wordRecords.set(w, (wordRecords.get(w) ?? 0) + 1);
     const id = identity.get(p.key);
     if (id) byIdentity.set(id, [...(byIdentity.get(id) ?? []), p]);
     for (const k of [p.key, ...p.aliasKeys]) {
@@ -344,7 +348,10 @@ async function main(): Promise<void> {
   const leftApart = new Map<GenericReason | "would merge", number>();
   const reasonOf = (id: string) => {
     const repo = id.slice(0, id.indexOf("\n"));
-    return genericReason(byIdentity.get(id) ?? [], id.slice(id.indexOf("\n") + 1).split(" "), nameRecords.get(repo) ?? 0) ?? "would merge";
+    return (
+      genericReason(byIdentity.get(id) ?? [], id.slice(id.indexOf("\n") + 1).split(" "), nameRecords.get(repo) ?? 0, (w) => wordRecords.get(w) ?? 0) ??
+      "would merge"
+    );
   };
   let dupPairs = 0;
   let listsWithDup = 0;

@@ -79,6 +79,8 @@ test("generic groups are left alone: personal, large, or short descriptions on c
     ...many("ama", "Ask me anything!", 12),
     ...many("dotfiles", "My dotfiles", 2),
     ...many("leetcode", "Leetcode solutions", 2),
+    // Other repositories' descriptions make both words common (a short description with a rare word names something).
+    ...Array.from({ length: 25 }, (_, i) => rec(`w${i}/solutions-${i}`, `LeetCode solutions in language ${i}`, { stars: 10 })),
     ...many("leetcode", "other text " + "x", 9).map((r, i) => ({ ...r, key: `v${i}/leetcode`, name: `v${i}/leetcode`, description: `solutions number ${i}` })),
     ...many("ld34", "Ludum Dare 34", 2, 3),
   ];
@@ -88,15 +90,30 @@ test("generic groups are left alone: personal, large, or short descriptions on c
   assert.equal(d.skippedGeneric, 4);
 });
 
+test("a short description with a rare word is one project even on a common name", () => {
+  const holders = Array.from({ length: 10 }, (_, i) => rec(`x${i}/anchor`, `An anchor of kind ${i}`, { stars: 500 }));
+  const d = dedupeProjects([
+    ...holders,
+    rec("project-serum/anchor", "Solana Sealevel Framework", { stars: 2156, lastSeen: "2022-06-15T00:00:00.000Z" }),
+    rec("coral-xyz/anchor", "⚓ Solana Sealevel Framework", { stars: 3855, lastSeen: "2025-03-27T00:00:00.000Z" }),
+  ]);
+  assert.deepEqual(d.aliasOf.get("project-serum/anchor"), "coral-xyz/anchor");
+  assert.equal(d.skippedGeneric, 0);
+});
+
 test("genericReason names why a look-alike group is left apart, and null for one project", () => {
   const stars = (...s: number[]) => s.map((n) => ({ stars: n }));
   const w = descriptionWords;
-  assert.equal(genericReason(stars(...Array<number>(9).fill(5000)), w("Ask me anything about this project"), 9), "large group");
-  assert.equal(genericReason(stars(5000, 10), w("My dotfiles for vim and zsh"), 2), "personal description");
-  assert.equal(genericReason(stars(5000, 10), w("Leetcode solutions"), 10), "short description on a common name");
-  assert.equal(genericReason(stars(99, 10), w("Delphi Cryptography Library"), 2), "short description on little-starred records");
-  assert.equal(genericReason(stars(100, 10), w("Delphi Cryptography Library"), 2), null);
-  assert.equal(genericReason(stars(5000, 10), w("The library for web and native user interfaces."), 30), null);
+  const common = () => 1000;
+  const rare = (word: string) => (word === "sealevel" ? 4 : 1000);
+  assert.equal(genericReason(stars(...Array<number>(9).fill(5000)), w("Ask me anything about this project"), 9, common), "large group");
+  assert.equal(genericReason(stars(5000, 10), w("My dotfiles for vim and zsh"), 2, common), "personal description");
+  assert.equal(genericReason(stars(5000, 10), w("Leetcode solutions"), 10, common), "short description on a common name");
+  assert.equal(genericReason(stars(5000, 10), w("Solana Sealevel Framework"), 11, rare), null);
+  assert.equal(genericReason(stars(99, 10), w("Delphi Cryptography Library"), 2, common), "short description on little-starred records");
+  assert.equal(genericReason(stars(99, 10), w("Solana Sealevel Framework"), 2, rare), "short description on little-starred records");
+  assert.equal(genericReason(stars(100, 10), w("Delphi Cryptography Library"), 2, common), null);
+  assert.equal(genericReason(stars(5000, 10), w("The library for web and native user interfaces."), 30, common), null);
 });
 
 test("the result does not depend on the order of the records", () => {

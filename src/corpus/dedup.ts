@@ -23,15 +23,17 @@
  * Same name and description is weak evidence when both are generic: 119 repositories named `ama` say
  * "Ask me anything!", and "My dotfiles" is everyone's. A group is left alone when it is large, when its
  * description is personal ("my …"), or when a short description (≤ 3 words) sits on a common repository
- * name (held by ≥ 10 records) or on repositories nobody stars (< 100). Precision of the merges, on a
- * hand-labelled sample: docs/ranking.md.
+ * name (held by ≥ 10 records) or on repositories nobody stars (< 100). A short description with a word
+ * few descriptions use is not generic on a common name: "Solana Sealevel Framework" ("sealevel": 4
+ * descriptions) on `anchor` is one project, "Leetcode solutions" on `leetcode` is everyone's. Precision
+ * of the merges, on a hand-labelled sample: docs/ranking.md.
  *
  * Deterministic: the result depends only on the set of records, never on their order.
  */
 import type { RepoRecord } from "../dataset/record.js";
 
 /** Bumped whenever the grouping rule changes: it is part of every point's content hash. */
-export const DEDUP_VERSION = 6;
+export const DEDUP_VERSION = 7;
 
 /** Groups larger than this are many people's same-named repositories, not one project. */
 export const MAX_GROUP = 8;
@@ -41,6 +43,8 @@ const CANONICAL_MIN_STAR_SHARE = 0.2;
 const SHORT_DESCRIPTION_WORDS = 3;
 /** A repository name held by at least this many records is common ("dotfiles", "docs", "cli"). */
 const COMMON_NAME_RECORDS = 10;
+/** A word held by at most this many descriptions of the dataset is rare: a short description that holds one names something. */
+const RARE_WORD_RECORDS = 20;
 /** Below this many stars, no record of a short-description group is known enough to be one project. */
 const MIN_STARS_SHORT = 100;
 /** Tier 2: the shorter description has at least this many words (and the longer at most this many more, or as many again). */
@@ -89,14 +93,19 @@ export type GenericReason = "large group" | "personal description" | "short desc
 
 /**
  * Why the group is left alone as generic, or null when it is one project. `words`: its description's
- * words; `nameRecords`: how many records hold its repository part. The eval uses it to say why two
- * look-alike results are two projects.
+ * words; `nameRecords`: how many records hold its repository part; `wordRecords`: how many descriptions
+ * of the dataset hold a word. The eval uses it to say why two look-alike results are two projects.
  */
-export function genericReason(group: readonly { readonly stars: number | null }[], words: readonly string[], nameRecords: number): GenericReason | null {
+export function genericReason(
+  group: readonly { readonly stars: number | null }[],
+  words: readonly string[],
+  nameRecords: number,
+  wordRecords: (word: string) => number,
+): GenericReason | null {
   if (group.length > MAX_GROUP) return "large group";
   if (words[0] === "my" || words[0] === "our") return "personal description";
   if (words.length <= SHORT_DESCRIPTION_WORDS) {
-    if (nameRecords >= COMMON_NAME_RECORDS) return "short description on a common name";
+    if (nameRecords >= COMMON_NAME_RECORDS && !words.some((w) => wordRecords(w) <= RARE_WORD_RECORDS)) return "short description on a common name";
     if (Math.max(...group.map((r) => r.stars ?? 0)) < MIN_STARS_SHORT) return "short description on little-starred records";
   }
   return null;
@@ -449,10 +458,12 @@ export function dedupeProjects(records: readonly RepoRecord[], options: DedupOpt
   }
   const groups = new Map<string, RepoRecord[]>();
   const wordsOf = new Map<string, string[]>();
+  const wordRecords = new Map<string, number>();
   for (const r of records) {
     if (!r.description) continue;
     const words = descriptionWords(r.description);
     if (words.length === 0) continue;
+    for (const w of new Set(words)) wordRecords.set(w, (wordRecords.get(w) ?? 0) + 1);
     const id = `${repoPart(r.key)}\n${words.join(" ")}`;
     const g = groups.get(id);
     if (g) g.push(r);
@@ -467,7 +478,7 @@ export function dedupeProjects(records: readonly RepoRecord[], options: DedupOpt
   let skippedGeneric = 0;
   for (const [id, g] of groups) {
     if (g.length < 2) continue;
-    if (genericReason(g, wordsOf.get(id)!, nameRecords.get(repoPart(g[0]!.key))!) !== null) {
+    if (genericReason(g, wordsOf.get(id)!, nameRecords.get(repoPart(g[0]!.key))!, (w) => wordRecords.get(w) ?? 0) !== null) {
       skippedGeneric++;
       continue;
     }
