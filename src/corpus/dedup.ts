@@ -345,15 +345,19 @@ const TIMED_CREATED_AT = /T(?!00:00:00)\d\d:\d\d:\d\d/;
  * merge it makes, exact (bench/dedup-labels.md).
  */
 export function sameBirth(a: Pick<RepoRecord, "key" | "createdAt">, b: Pick<RepoRecord, "key" | "createdAt">): boolean {
-  if (a.createdAt === null || b.createdAt === null || a.createdAt !== b.createdAt || !TIMED_CREATED_AT.test(a.createdAt)) return false;
-  return repoPart(a.key).toLowerCase() === repoPart(b.key).toLowerCase();
+  const birth = birthOf(a);
+  return birth !== null && birth === birthOf(b);
+}
+
+/** Tier 5's identity: the repository part and a timed `createdAt`, or null when the creation time is unknown or date-only. */
+function birthOf(r: Pick<RepoRecord, "key" | "createdAt">): string | null {
+  return r.createdAt === null || !TIMED_CREATED_AT.test(r.createdAt) ? null : `${repoPart(r.key).toLowerCase()}\n${r.createdAt}`;
 }
 
 /** Tier 5 (see sameBirth): joins the clusters (or lone records) of records born together, in key order. */
 function mergeSameBirth(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
   const join = clusterJoiner(clusters);
-  const birth = (r: RepoRecord) => (r.createdAt === null || !TIMED_CREATED_AT.test(r.createdAt) ? null : `${repoPart(r.key).toLowerCase()}\n${r.createdAt}`);
-  for (const rs of groupsInKeyOrder(records, birth)) {
+  for (const rs of groupsInKeyOrder(records, birthOf)) {
     if (rs.length < 2 || rs.length > MAX_GROUP) continue;
     for (let i = 1; i < rs.length; i++) join(rs[0]!, rs[i]!);
   }
