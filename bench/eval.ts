@@ -127,7 +127,7 @@ interface RunSummary {
   readonly method: string;
   readonly dev: QueryMetrics;
   readonly head: HeadMetrics;
-  /** Head metrics of each batch of the head set (bench/head-queries.md): batch 2 was never used to design features. */
+  /** Head metrics of each batch of the head set (bench/head-queries.md): batch 2 was written after all but one feature was designed. */
   readonly headByBatch: Record<string, HeadMetrics>;
   readonly p50Ms?: number;
   readonly p99Ms?: number;

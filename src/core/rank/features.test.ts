@@ -3,7 +3,7 @@ import { describe, it } from "vitest";
 import { payload } from "../../../test/support/test-records.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import { LEXICAL_FIELDS } from "../../store/bm25f.js";
-import { extractFeatures, FEATURES, type QueryContext, type RankCandidate } from "./features.js";
+import { extractFeatures, FEATURES, selfNamed, type QueryContext, type RankCandidate } from "./features.js";
 
 function context(cosines: number[]): QueryContext {
   const n = cosines.length;
@@ -122,5 +122,14 @@ describe("ranking features", () => {
     assert.ok(Math.abs(feature(rows, 1, "head_coverage") - 1 / 3) < 1e-6, "database");
     assert.equal(feature(rows, 0, "head_said"), 0, "the ORM is not a database");
     assert.equal(feature(rows, 1, "head_said"), 1);
+  });
+
+  it("self_named: the owner is named after the repository, as a project's own organisation is", () => {
+    for (const name of ["kubernetes/kubernetes", "denoland/deno", "nodejs/node", "rust-lang/rust", "gohugoio/hugo", "jqlang/jq", "tortoise/tortoise-orm"])
+      assert.equal(selfNamed(name), true, name);
+    for (const name of ["facebook/react", "spf13/cobra", "someone/awesome-kubernetes", "google/go-github", "a/b"]) assert.equal(selfNamed(name), false, name);
+    const rows = extractFeatures(context([0.5, 0.5]), [cand(payload("denoland/deno", "a runtime")), cand(payload("someone/deno-starter", "a starter"))]);
+    assert.equal(feature(rows, 0, "self_named"), 1);
+    assert.equal(feature(rows, 1, "self_named"), 0);
   });
 });

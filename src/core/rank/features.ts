@@ -7,7 +7,7 @@
  * the lexical scores are. Candidate features are the retrieval signals (BM25F overall and per field,
  * including the anchor text the corpus writes about a project; dense similarity; ranks), how the query
  * names the repository, and priors (stars, forks, mentions by other repositories, freshness, archived,
- * the language and kind the query asks for).
+ * the language and kind the query asks for, and whether the owner is named after the repository).
  *
  * FEATURES is the contract with the trained model: the model file lists the names it was trained on,
  * and a model whose list differs is refused at load (./model.ts).
@@ -66,6 +66,12 @@ export const FEATURES = [
   // the head phrase's words said, and whether the head noun is.
   "head_coverage",
   "head_said",
+  // whether the owner is named after the repository, whatever the query: a project's canonical
+  // repository usually lives in an organisation named after it (kubernetes/kubernetes, denoland/deno),
+  // where wrappers, clones, lists and tutorials live under their authors' names. Self-named: 47 % of
+  // the head set's answers, 25 % of dev.jsonl's, 29 % of repositories with ≥ 10,000 stars
+  // (docs/ranking.md).
+  "self_named",
 ] as const;
 export type FeatureName = (typeof FEATURES)[number];
 export const FEATURE_COUNT = FEATURES.length;
@@ -172,6 +178,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     const names = nameMatch(facts.names, queryTerms, queryForm, queryLower);
     row[IX.name_match] = names.match;
     row[IX.name_exact] = names.exact;
+    row[IX.self_named] = facts.selfNamed;
     row[IX.stars] = facts.stars;
     row[IX.stars_gap] = starsTop - Math.max(0, facts.stars);
     row[IX.forks] = facts.forks;
@@ -232,6 +239,8 @@ interface PayloadFacts {
   readonly descriptionWords: number;
   /** Its own name and its aliases, analysed. */
   readonly names: readonly NameParts[];
+  /** 1 when the owner is named after the repository (selfNamed), else 0. */
+  readonly selfNamed: number;
 }
 
 const factsCache = new WeakMap<RepoPayload, PayloadFacts>();
@@ -246,6 +255,7 @@ function factsOf(p: RepoPayload): PayloadFacts {
       fame: Math.log1p(p.stars ?? 0) + Math.log1p(p.mentions),
       pushedMs: p.pushedAt === null ? null : Date.parse(p.pushedAt),
       descriptionWords: p.description ? Math.min(100, p.description.split(/\s+/).length) : 0,
+      selfNamed: selfNamed(p.name) ? 1 : 0,
       names: [p.name, ...p.aliases].map((full) => {
         const repo = full.slice(full.indexOf("/") + 1);
         return { lower: full.toLowerCase(), form: nameForm(repo), words: analyze(repo) };
@@ -254,6 +264,26 @@ function factsOf(p: RepoPayload): PayloadFacts {
     factsCache.set(p, facts);
   }
   return facts;
+}
+
+const compact = (s: string) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
+
+/**
+ * Whether the owner is named after the repository: kubernetes/kubernetes, denoland/deno, nodejs/node,
+ * rust-lang/rust, gohugoio/hugo. A project's own organisation is where its canonical repository lives;
+ * forks, mirrors, wrappers and look-alikes live under their authors' names.
+ */
+export function selfNamed(name: string): boolean {
+  const slash = name.indexOf("/");
+  const owner = compact(name.slice(0, slash));
+  const repo = compact(name.slice(slash + 1));
+  if (!owner || !repo) return false;
+  return (
+    owner === repo ||
+    (repo.length >= 2 && owner.startsWith(repo)) ||
+    (repo.length >= 4 && owner.includes(repo)) ||
+    (owner.length >= 4 && repo.startsWith(owner))
+  );
 }
 
 /** Per candidate: its rank by fame among those whose `match` (coverage or cosine) is at least `minMatch`, else MISSING_RANK. */
