@@ -130,6 +130,9 @@ beforeAll(async () => {
     QUERY_CACHE_TTL_MS: "0",
     RATE_LIMIT_IP_PER_MINUTE: String(IP_LIMIT),
     TRUSTED_PROXIES: "127.0.0.1",
+    // Idle keep-alive connections outlive a replacement worker's start: on a loaded machine it can take
+    // longer than the default 5 s, and connections the survivor closed as idle leave nothing to shed.
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: "60000",
   });
   assert.equal((await runCli(["accounts", "create", "cluster"], env)).code, 0);
   const created = await runCli(["keys", "create", "--account", "cluster", "--credits-usd", "5"], env);
