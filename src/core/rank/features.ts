@@ -266,8 +266,6 @@ function factsOf(p: RepoPayload): PayloadFacts {
   return facts;
 }
 
-const compact = (s: string) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
-
 /**
  * Whether the owner is named after the repository: kubernetes/kubernetes, denoland/deno, nodejs/node,
  * rust-lang/rust, gohugoio/hugo. A project's own organisation is where its canonical repository lives;
@@ -275,8 +273,8 @@ const compact = (s: string) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
  */
 export function selfNamed(name: string): boolean {
   const slash = name.indexOf("/");
-  const owner = compact(name.slice(0, slash));
-  const repo = compact(name.slice(slash + 1));
+  const owner = nameForm(name.slice(0, slash));
+  const repo = nameForm(name.slice(slash + 1));
   if (!owner || !repo) return false;
   return (
     owner === repo ||
