@@ -19,7 +19,8 @@
  * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
  * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure). `--trees`,
- * `--learning-rate`, `--max-depth`, `--min-leaf` and `--subsample` override the shipped training settings.
+ * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample` and `--seed` (the trees' row sampling)
+ * override the shipped training settings.
  * Head metrics are also reported per batch of the head set (bench/head-queries.md).
  *
  * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on a slice of N
@@ -65,6 +66,7 @@ const { values } = parseArgs({
     "max-depth": { type: "string" },
     "min-leaf": { type: "string" },
     subsample: { type: "string" },
+    seed: { type: "string" },
   },
 });
 const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}) });
@@ -516,6 +518,7 @@ async function tune(
       maxDepth: num(values["max-depth"], base.maxDepth!),
       minLeafRows: num(values["min-leaf"], base.minLeafRows!),
       subsample: num(values.subsample, base.subsample ?? 1),
+      seed: num(values.seed, base.seed ?? 1),
     },
   };
   const checkpoints = values.trees ? values.trees.split(",").map(Number) : [0, 50, 100, 150, 200, 300];
