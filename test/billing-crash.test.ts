@@ -199,14 +199,22 @@ describe.each([["sqlite"], ["postgres"]] as const)("kill -9 under paid traffic (
         // Each client's next search charged and stuck, and every answered one settled. An answer's charge
         // settles after the answer has left (src/gateway/app.ts), so a count of open reservations alone
         // can be met by stuck searches plus answered ones not yet settled, which a kill then refunds.
+        // The same reservations and answers on two polls a second apart, too: on a loaded machine an
+        // answer the core sent just before it froze can still be on its way through the gateway, and
+        // would reach its client (charged, not refunded) after the check.
+        let last = "";
         const stuck = await waitUntil(
           async () => {
-            if (waiting.size !== CLIENTS) return false;
-            const open = await store.openReservations(1_000);
-            return open.length === CLIENTS && open.every((r) => !answered.has(r.requestId));
+            const open = waiting.size === CLIENTS ? await store.openReservations(1_000) : [];
+            const ok = open.length === CLIENTS && open.every((r) => !answered.has(r.requestId));
+            const ids = open.map((r) => r.requestId).sort();
+            const now = ok ? `${answered.size} ${ids.join(" ")}` : "";
+            const steady = ok && now === last;
+            last = now;
+            return steady;
           },
           60_000,
-          100,
+          1_000,
         );
         assert.ok(stuck, `open reservations: ${(await store.openReservations(1_000)).length}`);
         const before = await backend.entries(account.id);
