@@ -135,6 +135,9 @@ test("reposearch train: trains the active distilled model, reuses an existing mo
   const bad = await runCli(["train", "--dataset", ds, "--data-dir", dir, "--epochs", "0"], env);
   assert.notEqual(bad.code, 0);
   assert.match(bad.stderr, /--epochs: invalid value/);
+  const badGain = await runCli(["train", "--dataset", ds, "--data-dir", dir, "--min-improvement", "1"], env);
+  assert.notEqual(badGain.code, 0);
+  assert.match(badGain.stderr, /--min-improvement: invalid value "1"/);
 });
 
 test("a changed dataset embeds only new and changed repositories and deletes removed ones", async () => {

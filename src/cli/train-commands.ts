@@ -18,7 +18,7 @@ import { activeStaticModel, ensureStaticModel, setActive, staticModelsRoot, trai
 import type { Command, CommandContext } from "./command.js";
 
 const USAGE =
-  "reposearch train [--data-dir DIR] [--dataset PATH_OR_URL] [--epochs N] [--patience N] [--activate] [--init MODEL_ID] " +
+  "reposearch train [--data-dir DIR] [--dataset PATH_OR_URL] [--epochs N] [--patience N] [--min-improvement F] [--activate] [--init MODEL_ID] " +
   "[--pairs name,readme,doc] [--temperature T] [--lr LR] [--batch-size N] [--l2-to-init L] [--seed N]";
 
 function num(values: CommandContext["values"], flag: string, fallback: number, ok: (n: number) => boolean): number {
@@ -50,6 +50,7 @@ function trainConfig(values: CommandContext["values"]): TrainConfig {
     pairs,
     epochs: num(values, "epochs", d.epochs, (n) => Number.isInteger(n) && n >= 1 && n <= 100),
     patience: num(values, "patience", d.patience, (n) => Number.isInteger(n) && n >= 0 && n <= 100),
+    minImprovement: num(values, "min-improvement", d.minImprovement, (n) => n >= 0 && n < 1),
     temperature: num(values, "temperature", d.temperature, (n) => n > 0 && n <= 10),
     lr: num(values, "lr", d.lr, (n) => n > 0 && n < 1),
     batchSize: num(values, "batch-size", d.batchSize, (n) => Number.isInteger(n) && n >= 2 && n <= 4096),
@@ -143,6 +144,7 @@ export const trainCommands: Record<string, Command> = {
       dataset: { type: "string" },
       epochs: { type: "string" },
       patience: { type: "string" },
+      "min-improvement": { type: "string" },
       activate: { type: "boolean" },
       init: { type: "string" },
       pairs: { type: "string" },

@@ -223,7 +223,7 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
     section: "Embedding",
     default: "`1`",
     meaning:
-      "the train stage stops once the held-out loss has not improved for this many epochs and keeps the best epoch's weights; `0` = never stop early (`reposearch train --patience`)",
+      "the train stage stops once the held-out loss has not improved by 0.1% for this many epochs (`reposearch train --min-improvement`) and keeps the best epoch's weights; `0` = never stop early (`reposearch train --patience`)",
   },
   STATIC_TRAIN_THREADS: {
     section: "Embedding",

@@ -178,6 +178,51 @@ test("training is deterministic: same seed → same model id and vectors; anothe
   assert.notDeepEqual(c.model.vectors, a.model.vectors);
 });
 
+test("early stopping keeps the best epoch; a gain below minImprovement still becomes the best but counts toward patience", () => {
+  const recs = corpus();
+  const model = tinyModel(recs);
+  const pairs = buildPairSet(pairTexts(recs, CFG.pairs, CFG.readmeChars), vocabIndex(model.vocab));
+  const cfg = { ...CFG, epochs: 12, heldOut: 0.3, patience: 1, minImprovement: 0 };
+  const full = trainStaticModel(model, pairs, { ...cfg, patience: 0 });
+  const losses = full.history.map((h) => h.heldOutLoss!);
+  // The same seed trains the same epochs, so the full run's held-out losses say where each rule stops.
+  const stopAt = (minImprovement: number): { stop: number; kept: number } => {
+    let best = Infinity;
+    let kept = 0;
+    let lastGain = 0;
+    for (let e = 1; e <= losses.length; e++) {
+      const l = losses[e - 1]!;
+      if (l < best * (1 - minImprovement)) lastGain = e;
+      if (l < best) [best, kept] = [l, e];
+      if (e - lastGain >= 1) return { stop: e, kept };
+    }
+    return { stop: losses.length, kept };
+  };
+  // Pick a threshold between the smallest and the largest epoch-to-epoch gain, so the two rules differ.
+  const gains = losses
+    .slice(1)
+    .map((l, i) => (losses[i]! - l) / losses[i]!)
+    .filter((g) => g > 0);
+  assert.ok(gains.length >= 2, `held-out losses ${losses.join(", ")}`);
+  const threshold = (Math.min(...gains) + Math.max(...gains)) / 2;
+  const strict = stopAt(0);
+  const loose = stopAt(threshold);
+  assert.ok(loose.stop < strict.stop, `stops at ${loose.stop} with ${threshold}, ${strict.stop} without`);
+  assert.equal(loose.kept, loose.stop, "the last epoch gained too little to go on, but is the best and is kept");
+  for (const [mi, want] of [
+    [0, strict],
+    [threshold, loose],
+  ] as const) {
+    const r = trainStaticModel(model, pairs, { ...cfg, minImprovement: mi });
+    assert.equal(r.history.length, want.stop);
+    assert.equal(r.keptEpoch, want.kept);
+    assert.deepEqual(
+      r.history.map((h) => h.heldOutLoss),
+      losses.slice(0, want.stop),
+    );
+  }
+});
+
 test("training with helper threads gives the same model bit for bit, in process and on a worker thread", async () => {
   const recs = corpus();
   const model = tinyModel(recs);

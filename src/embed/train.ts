@@ -52,6 +52,13 @@ export interface TrainConfig {
    * (0 = train every epoch). The held-out loss of the default build bottoms out at epoch 3 of 8.
    */
   readonly patience: number;
+  /**
+   * An epoch counts toward `patience` as an improvement only when it lowers the best held-out loss by at
+   * least this fraction of it; a smaller gain is still kept as the best model. The default build's epoch 4
+   * gains 0.06% on epoch 3 (3.3703 → 3.3682) and epoch 5 loses (3.3716): stopping after epoch 4 keeps the
+   * same model and skips one epoch (about a minute on two cores).
+   */
+  readonly minImprovement: number;
   readonly batchSize: number;
   readonly temperature: number;
   /** Adam step size on the unit-norm token directions. */
@@ -71,6 +78,7 @@ export const DEFAULT_TRAIN_CONFIG: TrainConfig = Object.freeze({
   readmeChars: 300,
   epochs: 8,
   patience: 1,
+  minImprovement: 0.001,
   batchSize: 512,
   temperature: 0.2,
   lr: 1e-2,
@@ -581,8 +589,10 @@ function trainWith(kernel: BatchKernel, init: StaticModel, pairs: PairSet, cfg: 
   };
   const order = train.slice();
   const steps = Math.ceil(order.length / cfg.batchSize);
-  // Early stopping: the best epoch's rows are kept while later epochs try to beat its held-out loss.
+  // Early stopping: the best epoch's rows are kept while later epochs try to beat its held-out loss;
+  // patience counts from the last epoch that beat it by at least minImprovement.
   let best: { epoch: number; loss: number; vectors: Float32Array } | null = null;
+  let lastGain = 0;
   const dropRnd = seededRandom(cfg.seed ^ 0xd0d0);
   const identity = Int32Array.from({ length: cfg.batchSize }, (_, i) => i);
   for (let epoch = 1; epoch <= cfg.epochs; epoch++) {
@@ -613,8 +623,9 @@ function trainWith(kernel: BatchKernel, init: StaticModel, pairs: PairSet, cfg: 
     history.push(stats);
     hooks.onEpoch?.(stats, rows);
     if (cfg.patience > 0 && stats.heldOutLoss !== null) {
+      if (best === null || stats.heldOutLoss < best.loss * (1 - cfg.minImprovement)) lastGain = epoch;
       if (best === null || stats.heldOutLoss < best.loss) best = { epoch, loss: stats.heldOutLoss, vectors: rows() };
-      else if (epoch - best.epoch >= cfg.patience) break;
+      if (epoch - lastGain >= cfg.patience) break;
     }
   }
   const lastEpoch = history.length;
