@@ -48,8 +48,8 @@ export interface TrainConfig {
   /** At most this many epochs; fewer when the held-out loss stops improving (`patience`). */
   readonly epochs: number;
   /**
-   * Stop after this many epochs without a lower held-out loss, and keep the best epoch's model
-   * (0 = train every epoch). The held-out loss of the default build bottoms out at epoch 3 of 8.
+   * Stop after this many epochs without a lower held-out loss (by `minImprovement`), and keep the best epoch's model
+   * (0 = train every epoch). The held-out loss of the default build bottoms out at epoch 4 of 8.
    */
   readonly patience: number;
   /**
