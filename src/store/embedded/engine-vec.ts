@@ -107,17 +107,28 @@ export function quantizeInt8(vectors: Float32Array, dims: number, count: number,
   for (let r = 0; r < count; r++) {
     const off = r * dims;
     let max = 0;
+    // Math.abs and roundHalfUp instead of a sign test and Math.round: embedding components change sign
+    // at random, and the mispredicted branches made this loop most of an index load's quantisation.
     for (let i = 0; i < dims; i++) {
-      const a = vectors[off + i]!;
-      const abs = a < 0 ? -a : a;
+      const abs = Math.abs(vectors[off + i]!);
       if (abs > max) max = abs;
     }
     if (max === 0) continue;
     const inv = 127 / max;
-    for (let i = 0; i < dims; i++) codes[off + i] = Math.round(vectors[off + i]! * inv);
+    for (let i = 0; i < dims; i++) codes[off + i] = roundHalfUp(vectors[off + i]! * inv);
     scales[r] = max / 127;
   }
   return { codes, scales };
+}
+
+/**
+ * Math.round (halves toward +∞) for finite x, without its sign-dependent branch. floor(x + 0.5) differs
+ * from it only where the addition rounds up (0.49999999999999994 + 0.5 is 1); then c − 0.5 (exact for the
+ * small integers used here) exceeds x, and the comparison undoes it.
+ */
+export function roundHalfUp(x: number): number {
+  const c = Math.floor(x + 0.5);
+  return c - 0.5 > x ? c - 1 : c;
 }
 
 /** quantizeInt8 plus per-row residual and code norms, for exact error bounds. `into`: where the codes go (zeroed, count × dims). */

@@ -102,6 +102,14 @@ describe("HnswGraph", () => {
     assert.deepEqual(three.serialize(), one.serialize());
   });
 
+  it("builds the same graph with the SIMD kernel as with the JavaScript loop, on one thread or several", () => {
+    const rows = 2000;
+    const params = { m: 8, efConstruction: 40, seed: 7 };
+    const js = HnswGraph.build(VECTORS, DIMS, rows, { ...params, threads: 1, simd: false }).serialize();
+    assert.deepEqual(HnswGraph.build(VECTORS, DIMS, rows, { ...params, threads: 1, simd: true }).serialize(), js);
+    assert.deepEqual(HnswGraph.build(VECTORS, DIMS, rows, { ...params, threads: 2, simd: true }).serialize(), js);
+  });
+
   it("builds with float32 similarities too, at the same quality", () => {
     const g = HnswGraph.build(VECTORS, DIMS, 1000, { m: 12, efConstruction: 60, seed: 7, buildPrecision: "float32" });
     let sum = 0;

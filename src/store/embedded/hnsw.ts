@@ -31,6 +31,11 @@ export interface HnswParams {
    * cores for graphs of PARALLEL_MIN_ROWS rows or more, else 1. The graph is identical for any value.
    */
   readonly threads?: number;
+  /**
+   * Score int8 builds with the WebAssembly SIMD kernel where the runtime has it (default true). The graph
+   * is the same either way; false keeps the JavaScript loop (tests compare the two).
+   */
+  readonly simd?: boolean;
 }
 
 /** Below this many rows worker threads are not worth their start-up by default. */
@@ -127,6 +132,7 @@ export class HnswGraph {
       seed: params.seed ?? 0x5eed,
       precision: params.buildPrecision ?? "int8",
       shared: parallel,
+      simd: params.simd ?? true,
     });
     const planner = new InsertPlanner(state);
     let pool: PlanPool | null = null;

@@ -44,6 +44,23 @@ describe("int8 SIMD kernel", () => {
     }
   });
 
+  it("takes one of its own rows as the query code", () => {
+    const rnd = seededRandom(11);
+    const dims = 64;
+    const count = 50;
+    const scanner = Int8Scanner.create(count, dims)!;
+    const codes = scanner.codes;
+    for (let i = 0; i < codes.length; i++) codes[i] = Math.floor(rnd() * 256) - 128;
+    codes.fill(-128, 3 * dims, 4 * dims);
+    for (const q of [0, 3, count - 1]) {
+      scanner.loadRow(q);
+      for (let r = 0; r < count; r++) scanner.rows[r] = r;
+      scanner.dots(count);
+      for (let r = 0; r < count; r++) assert.equal(scanner.out[r], dotInt8(codes, q * dims, codes, r * dims, dims), `query row ${q}, row ${r}`);
+    }
+    assert.throws(() => scanner.loadRow(count), /row must be in \[0, 50\)/);
+  });
+
   it("declines what it cannot serve, so scans keep the JavaScript loop", () => {
     assert.equal(Int8Scanner.create(10, 8), null, "fewer than 16 dims");
     assert.equal(Int8Scanner.create(10, 40), null, "not a multiple of 16");

@@ -30,7 +30,7 @@ declare namespace WebAssembly {
 
 /** int8-kernel.wat, compiled. */
 export const INT8_KERNEL_WASM_BASE64 =
-  "AGFzbQEAAAABCgFgBn9/f39/fwACDwEDZW52Bm1lbW9yeQIAAQMCAQAHCAEEZG90cwAACrcBAbQBAgR/AnsCQANAIAYgBE8NASABIAMgBkECdGooAgAgAmxqIQf9DAAAAAAAAAAAAAAAAAAAAAAhCkEAIQggACEJA0AgByAIav0ABAAhCyAKIAv9hwEgCf0ABAD9ugH9rgEgC/2IASAJ/QAEEP26Af2uASEKIAlBIGohCSAIQRBqIgggAkkNAAsgBSAGQQJ0aiAK/RsAIAr9GwFqIAr9GwIgCv0bA2pqNgIAIAZBAWohBgwACwsL";
+  "AGFzbQEAAAABEAJgBn9/f39/fwBgA39/fwACDwEDZW52Bm1lbW9yeQIAAQMDAgABBxACBGRvdHMAAAV3aWRlbgABCoECArQBAgR/AnsCQANAIAYgBE8NASABIAMgBkECdGooAgAgAmxqIQf9DAAAAAAAAAAAAAAAAAAAAAAhCkEAIQggACEJA0AgByAIav0ABAAhCyAKIAv9hwEgCf0ABAD9ugH9rgEgC/2IASAJ/QAEEP26Af2uASEKIAlBIGohCSAIQRBqIgggAkkNAAsgBSAGQQJ0aiAK/RsAIAr9GwFqIAr9GwIgCv0bA2pqNgIAIAZBAWohBgwACwsLSQIBfwF7AkADQCADIAJPDQEgACADav0ABAAhBCABIANBAXRqIAT9hwH9CwQAIAEgA0EBdGogBP2IAf0LBBAgA0EQaiEDDAALCws=";
 
 const PAGE_BYTES = 65_536;
 const MAX_PAGES = 65_536;
@@ -62,6 +62,7 @@ export function int8KernelAvailable(): boolean {
 }
 
 type DotsFn = (q: number, codes: number, dims: number, rows: number, n: number, out: number) => void;
+type WidenFn = (src: number, dst: number, dims: number) => void;
 
 /**
  * Int8 rows in WebAssembly memory plus scratch for one scan: load() the query code, fill `rows`
@@ -76,6 +77,7 @@ export class Int8Scanner {
   readonly out: Int32Array;
   private readonly query: Int16Array;
   private readonly fn: DotsFn;
+  private readonly widen: WidenFn;
   private readonly offsets: { readonly query: number; readonly rows: number; readonly out: number };
 
   private constructor(
@@ -83,6 +85,7 @@ export class Int8Scanner {
     readonly dims: number,
     memory: WebAssembly.Memory,
     fn: DotsFn,
+    widen: WidenFn,
   ) {
     const codesBytes = count * dims;
     const query = align16(codesBytes);
@@ -94,6 +97,7 @@ export class Int8Scanner {
     this.rows = new Int32Array(memory.buffer, rows, count);
     this.out = new Int32Array(memory.buffer, out, count);
     this.fn = fn;
+    this.widen = widen;
   }
 
   /** A scanner for count rows of dims, or null when the kernel cannot serve them (no SIMD; dims not a multiple of 16). */
@@ -108,7 +112,7 @@ export class Int8Scanner {
     // Fixed size: views over the buffer stay valid because the memory never grows.
     const memory = new WebAssembly.Memory({ initial: pages, maximum: pages });
     const instance = new WebAssembly.Instance(mod, { env: { memory } });
-    return new Int8Scanner(count, dims, memory, instance.exports.dots as DotsFn);
+    return new Int8Scanner(count, dims, memory, instance.exports.dots as DotsFn, instance.exports.widen as WidenFn);
   }
 
   /**
@@ -119,6 +123,12 @@ export class Int8Scanner {
     if (queryCode.length < this.dims) throw new RangeError(`Int8Scanner.load: query code has ${queryCode.length} dims, rows have ${this.dims}`);
     const q = this.query;
     for (let i = 0; i < this.dims; i++) q[i] = queryCode[i]!;
+  }
+
+  /** Sets one of the scanner's own rows as the query code (HNSW construction scores rows against rows). */
+  loadRow(row: number): void {
+    if (!(row >= 0 && row < this.count)) throw new RangeError(`Int8Scanner.loadRow: row must be in [0, ${this.count}) (got ${row})`);
+    this.widen(row * this.dims, this.offsets.query, this.dims);
   }
 
   /** out[i] = Σ_j query[j] · codes[rows[i] · dims + j] for i < n, with the query of the last load(). */
