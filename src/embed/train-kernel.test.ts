@@ -41,6 +41,52 @@ function run(k: BatchKernel, B: number, d: number): { S: number[]; masked: numbe
   };
 }
 
+/** The products written the plain way, one term at a time, skipping masked and zero terms: the kernel's oracle. */
+function reference(k: BatchKernel, B: number, d: number, inv: number, scale: number): { S: number[]; dEA: number[]; dEB: number[] } {
+  const { EA, EB, PR, PC, groups } = k.buffers;
+  const S = new Array<number>(B * B).fill(0);
+  const masked = (i: number, j: number) => i !== j && groups[j] === groups[i];
+  for (let i = 0; i < B; i++)
+    for (let j = 0; j < B; j++) {
+      if (masked(i, j)) continue;
+      let s = 0;
+      for (let x = 0; x < d; x++) s += EA[i * d + x]! * EB[j * d + x]!;
+      S[i * B + j] = s * inv;
+    }
+  const dEA = new Array<number>(B * d).fill(0);
+  const dEB = new Array<number>(B * d).fill(0);
+  for (let i = 0; i < B; i++)
+    for (let j = 0; j < B; j++) {
+      if (masked(i, j)) continue;
+      const g = (PR[i * B + j]! + PC[i * B + j]! - (i === j ? 2 : 0)) * scale;
+      if (g === 0) continue;
+      for (let x = 0; x < d; x++) {
+        dEA[i * d + x]! += g * EB[j * d + x]!;
+        dEB[j * d + x]! += g * EA[i * d + x]!;
+      }
+    }
+  return { S, dEA, dEB };
+}
+
+test("the unrolled products equal one-term-at-a-time sums bit for bit, masked and zero terms included", () => {
+  const d = 24;
+  for (const [B, seed] of [
+    [64, 11],
+    [37, 12],
+    [6, 13],
+  ] as const) {
+    const k = kernel(64, d, 1);
+    fill(k, B, d, seed);
+    // Terms whose gradient is exactly zero (PR + PC = 0 off the diagonal), which the oracle skips.
+    for (let i = 0; i < B; i += 5) k.buffers.PR[i * B + ((i + 2) % B)] = k.buffers.PC[i * B + ((i + 2) % B)] = 0;
+    const got = run(k, B, d);
+    const want = reference(k, B, d, 1 / 0.2, 0.5 / B / 0.2);
+    assert.deepEqual(got.S, want.S);
+    assert.deepEqual(got.dEA, want.dEA);
+    assert.deepEqual(got.dEB, want.dEB);
+  }
+});
+
 test("partRows: contiguous shares of a batch that cover every row once", () => {
   for (const B of [1, 2, 7, 512, 513])
     for (const parts of [1, 2, 3, 8]) {

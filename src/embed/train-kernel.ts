@@ -56,52 +56,156 @@ function kernelBuffers(maxBatch: number, dims: number, shared: boolean): KernelB
   };
 }
 
-/** S[i][j] = EA_i·EB_j / τ for rows [i0, i1), and which entries are masked. */
+/**
+ * S[i][j] = EA_i·EB_j / τ for rows [i0, i1), and which entries are masked.
+ *
+ * Eight columns at a time: each dot product still sums its d terms in order (so every S_ij is the same
+ * double as a one-at-a-time loop's), but eight independent sums keep the floating-point adder busy where
+ * one sum waits on its previous add; a masked entry is computed and not stored.
+ */
 function similarityRows(k: KernelBuffers, B: number, d: number, inv: number, i0: number, i1: number): void {
-  const { EA, EB, S, masked, groups } = k;
+  const { EA, EB, groups } = k;
   for (let i = i0; i < i1; i++) {
     const gi = groups[i]!;
-    for (let j = 0; j < B; j++) {
-      if (i !== j && groups[j]! === gi) {
-        masked[i * B + j] = 1;
-        continue;
+    const oa = i * d;
+    const row = i * B;
+    let j = 0;
+    for (; j + 8 <= B; j += 8) {
+      const o0 = j * d;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      let s4 = 0;
+      let s5 = 0;
+      let s6 = 0;
+      let s7 = 0;
+      for (let x = 0; x < d; x++) {
+        const a = EA[oa + x]!;
+        const e = o0 + x;
+        s0 += a * EB[e]!;
+        s1 += a * EB[e + d]!;
+        s2 += a * EB[e + 2 * d]!;
+        s3 += a * EB[e + 3 * d]!;
+        s4 += a * EB[e + 4 * d]!;
+        s5 += a * EB[e + 5 * d]!;
+        s6 += a * EB[e + 6 * d]!;
+        s7 += a * EB[e + 7 * d]!;
       }
-      masked[i * B + j] = 0;
-      let s = 0;
-      const oa = i * d;
+      storeSimilarity(k, row, i, gi, j, s0, inv);
+      storeSimilarity(k, row, i, gi, j + 1, s1, inv);
+      storeSimilarity(k, row, i, gi, j + 2, s2, inv);
+      storeSimilarity(k, row, i, gi, j + 3, s3, inv);
+      storeSimilarity(k, row, i, gi, j + 4, s4, inv);
+      storeSimilarity(k, row, i, gi, j + 5, s5, inv);
+      storeSimilarity(k, row, i, gi, j + 6, s6, inv);
+      storeSimilarity(k, row, i, gi, j + 7, s7, inv);
+    }
+    for (; j < B; j++) {
       const ob = j * d;
+      let s = 0;
       for (let x = 0; x < d; x++) s += EA[oa + x]! * EB[ob + x]!;
-      S[i * B + j] = s * inv;
+      storeSimilarity(k, row, i, gi, j, s, inv);
     }
   }
+}
+
+/** Pairs of one group (other than the diagonal) are masked: not each other's negatives. */
+function storeSimilarity(k: KernelBuffers, row: number, i: number, gi: number, j: number, s: number, inv: number): void {
+  if (i !== j && k.groups[j]! === gi) {
+    k.masked[row + j] = 1;
+    return;
+  }
+  k.masked[row + j] = 0;
+  k.S[row + j] = s * inv;
+}
+
+/** dL/dS_ij, or 0 for a masked entry. */
+function gradAt(k: KernelBuffers, B: number, i: number, j: number, scale: number): number {
+  const at = i * B + j;
+  return k.masked[at] ? 0 : (k.PR[at]! + k.PC[at]! - (i === j ? 2 : 0)) * scale;
 }
 
 /**
  * dL/dEA for rows [r0, r1) and dL/dEB for columns [r0, r1), with dL/dS_ij = (PR + PC − 2·[i = j])·scale.
  * Each entry sums its terms in the serial order: over j ascending for EA, over i ascending for EB.
+ *
+ * Eight terms per pass over an output row: dE[x] + g0·E0[x] + … + g7·E7[x], added left
+ * to right, is the same double as eight passes that each add one term, with an eighth of the loads and
+ * stores of dE. A masked entry's g is 0, and adding 0·E[x] (±0) leaves a sum that started at +0 as it
+ * was (it can never be −0, and E is finite), so it is the same as skipping the entry.
  */
 function gradientRange(k: KernelBuffers, B: number, d: number, scale: number, r0: number, r1: number): void {
-  const { EA, EB, dEA, dEB, PR, PC, masked } = k;
+  const { EA, EB, dEA, dEB } = k;
   dEA.fill(0, r0 * d, r1 * d);
   dEB.fill(0, r0 * d, r1 * d);
   for (let i = r0; i < r1; i++) {
     const oa = i * d;
-    for (let j = 0; j < B; j++) {
-      if (masked[i * B + j]) continue;
-      const g = (PR[i * B + j]! + PC[i * B + j]! - (i === j ? 2 : 0)) * scale;
-      if (g === 0) continue;
+    let j = 0;
+    for (; j + 8 <= B; j += 8) {
+      const g0 = gradAt(k, B, i, j, scale);
+      const g1 = gradAt(k, B, i, j + 1, scale);
+      const g2 = gradAt(k, B, i, j + 2, scale);
+      const g3 = gradAt(k, B, i, j + 3, scale);
+      const g4 = gradAt(k, B, i, j + 4, scale);
+      const g5 = gradAt(k, B, i, j + 5, scale);
+      const g6 = gradAt(k, B, i, j + 6, scale);
+      const g7 = gradAt(k, B, i, j + 7, scale);
+      const o0 = j * d;
+      for (let x = 0; x < d; x++) {
+        const e = o0 + x;
+        dEA[oa + x] =
+          dEA[oa + x]! +
+          g0 * EB[e]! +
+          g1 * EB[e + d]! +
+          g2 * EB[e + 2 * d]! +
+          g3 * EB[e + 3 * d]! +
+          g4 * EB[e + 4 * d]! +
+          g5 * EB[e + 5 * d]! +
+          g6 * EB[e + 6 * d]! +
+          g7 * EB[e + 7 * d]!;
+      }
+    }
+    for (; j < B; j++) {
+      const g = gradAt(k, B, i, j, scale);
       const ob = j * d;
-      for (let x = 0; x < d; x++) dEA[oa + x]! += g * EB[ob + x]!;
+      for (let x = 0; x < d; x++) dEA[oa + x] = dEA[oa + x]! + g * EB[ob + x]!;
     }
   }
-  for (let i = 0; i < B; i++) {
+  let i = 0;
+  for (; i + 8 <= B; i += 8) {
+    const o0 = i * d;
+    for (let j = r0; j < r1; j++) {
+      const g0 = gradAt(k, B, i, j, scale);
+      const g1 = gradAt(k, B, i + 1, j, scale);
+      const g2 = gradAt(k, B, i + 2, j, scale);
+      const g3 = gradAt(k, B, i + 3, j, scale);
+      const g4 = gradAt(k, B, i + 4, j, scale);
+      const g5 = gradAt(k, B, i + 5, j, scale);
+      const g6 = gradAt(k, B, i + 6, j, scale);
+      const g7 = gradAt(k, B, i + 7, j, scale);
+      const ob = j * d;
+      for (let x = 0; x < d; x++) {
+        const e = o0 + x;
+        dEB[ob + x] =
+          dEB[ob + x]! +
+          g0 * EA[e]! +
+          g1 * EA[e + d]! +
+          g2 * EA[e + 2 * d]! +
+          g3 * EA[e + 3 * d]! +
+          g4 * EA[e + 4 * d]! +
+          g5 * EA[e + 5 * d]! +
+          g6 * EA[e + 6 * d]! +
+          g7 * EA[e + 7 * d]!;
+      }
+    }
+  }
+  for (; i < B; i++) {
     const oa = i * d;
     for (let j = r0; j < r1; j++) {
-      if (masked[i * B + j]) continue;
-      const g = (PR[i * B + j]! + PC[i * B + j]! - (i === j ? 2 : 0)) * scale;
-      if (g === 0) continue;
+      const g = gradAt(k, B, i, j, scale);
       const ob = j * d;
-      for (let x = 0; x < d; x++) dEB[ob + x]! += g * EA[oa + x]!;
+      for (let x = 0; x < d; x++) dEB[ob + x] = dEB[ob + x]! + g * EA[oa + x]!;
     }
   }
 }
