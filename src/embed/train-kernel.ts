@@ -151,20 +151,7 @@ function gradientRange(k: KernelBuffers, B: number, d: number, scale: number, r0
       const g5 = gradAt(k, B, i, j + 5, scale);
       const g6 = gradAt(k, B, i, j + 6, scale);
       const g7 = gradAt(k, B, i, j + 7, scale);
-      const o0 = j * d;
-      for (let x = 0; x < d; x++) {
-        const e = o0 + x;
-        dEA[oa + x] =
-          dEA[oa + x]! +
-          g0 * EB[e]! +
-          g1 * EB[e + d]! +
-          g2 * EB[e + 2 * d]! +
-          g3 * EB[e + 3 * d]! +
-          g4 * EB[e + 4 * d]! +
-          g5 * EB[e + 5 * d]! +
-          g6 * EB[e + 6 * d]! +
-          g7 * EB[e + 7 * d]!;
-      }
+      addEight(dEA, oa, EB, j * d, d, g0, g1, g2, g3, g4, g5, g6, g7);
     }
     for (; j < B; j++) {
       const g = gradAt(k, B, i, j, scale);
@@ -184,20 +171,7 @@ function gradientRange(k: KernelBuffers, B: number, d: number, scale: number, r0
       const g5 = gradAt(k, B, i + 5, j, scale);
       const g6 = gradAt(k, B, i + 6, j, scale);
       const g7 = gradAt(k, B, i + 7, j, scale);
-      const ob = j * d;
-      for (let x = 0; x < d; x++) {
-        const e = o0 + x;
-        dEB[ob + x] =
-          dEB[ob + x]! +
-          g0 * EA[e]! +
-          g1 * EA[e + d]! +
-          g2 * EA[e + 2 * d]! +
-          g3 * EA[e + 3 * d]! +
-          g4 * EA[e + 4 * d]! +
-          g5 * EA[e + 5 * d]! +
-          g6 * EA[e + 6 * d]! +
-          g7 * EA[e + 7 * d]!;
-      }
+      addEight(dEB, j * d, EA, o0, d, g0, g1, g2, g3, g4, g5, g6, g7);
     }
   }
   for (; i < B; i++) {
@@ -207,6 +181,37 @@ function gradientRange(k: KernelBuffers, B: number, d: number, scale: number, r0
       const ob = j * d;
       for (let x = 0; x < d; x++) dEB[ob + x] = dEB[ob + x]! + g * EA[oa + x]!;
     }
+  }
+}
+
+/** out[oo + x] += g0·src[so + x] + … + g7·src[so + 7d + x] for x < d, added left to right (the serial order). */
+function addEight(
+  out: Float64Array,
+  oo: number,
+  src: Float64Array,
+  so: number,
+  d: number,
+  g0: number,
+  g1: number,
+  g2: number,
+  g3: number,
+  g4: number,
+  g5: number,
+  g6: number,
+  g7: number,
+): void {
+  for (let x = 0; x < d; x++) {
+    const e = so + x;
+    out[oo + x] =
+      out[oo + x]! +
+      g0 * src[e]! +
+      g1 * src[e + d]! +
+      g2 * src[e + 2 * d]! +
+      g3 * src[e + 3 * d]! +
+      g4 * src[e + 4 * d]! +
+      g5 * src[e + 5 * d]! +
+      g6 * src[e + 6 * d]! +
+      g7 * src[e + 7 * d]!;
   }
 }
 
