@@ -1,5 +1,6 @@
 /**
- * A WebAssembly SIMD kernel for the int8 scans of the dense planner (dense.ts boundedScan): the dot
+ * A WebAssembly SIMD kernel for the int8 scans of the dense planner (dense.ts boundedScan) and for
+ * HNSW construction (engine-hnsw-build.ts, which takes a row as the query with loadRow): the dot
  * products of one int8 query code with many int8 rows. V8 runs the same loop in JavaScript at about
  * 200 ns a row of 128 dims (int8 typed-array reads and integer multiplies do not vectorise); the SIMD
  * loop takes about 20 ns. Everything else of the scan (bounds, heap) stays in TypeScript.
