@@ -184,6 +184,13 @@ export class InsertPlanner {
     return sc.out;
   }
 
+  /** dotsWith over ids[from, from + n), copied into the kernel's row list. */
+  private dotsOfList(q: number, ids: Int32Array, from: number, n: number): Int32Array {
+    const rows = this.scanner!.rows;
+    for (let j = 0; j < n; j++) rows[j] = ids[from + j]!;
+    return this.dotsWith(q, n);
+  }
+
   /** Similarity of two rows at build precision. */
   private sim(a: number, b: number): number {
     const dims = this.dims;
@@ -213,26 +220,11 @@ export class InsertPlanner {
         const ls = s.upperBase[cur]! + l - 1;
         const base = ls * this.m;
         const n = s.upperCounts[ls]!;
-        if (this.scanner !== null) {
-          const rows = this.scanner.rows;
-          for (let j = 0; j < n; j++) rows[j] = s.upperLinks[base + j]!;
-          const out = this.dotsWith(q, n);
-          const scales = s.scales!;
-          const sq = scales[q]!;
-          for (let j = 0; j < n; j++) {
-            const e = rows[j]!;
-            const sim = out[j]! * sq * scales[e]!;
-            if (sim > curSim) {
-              curSim = sim;
-              cur = e;
-              changed = true;
-            }
-          }
-          continue;
-        }
+        // With the kernel, the list's similarities to q in one call; sim(a, b) is dot × scale(a) × scale(b).
+        const dots = this.scanner !== null ? this.dotsOfList(q, s.upperLinks, base, n) : null;
         for (let j = 0; j < n; j++) {
           const e = s.upperLinks[base + j]!;
-          const sim = this.sim(q, e);
+          const sim = dots !== null ? dots[j]! * s.scales![q]! * s.scales![e]! : this.sim(q, e);
           if (sim > curSim) {
             curSim = sim;
             cur = e;
@@ -359,24 +351,12 @@ export class InsertPlanner {
       const c = ids[i]!;
       const cs = sims[i]!;
       let good = true;
-      if (this.scanner !== null && kept > 0) {
-        const rows = this.scanner.rows;
-        for (let r = 0; r < kept; r++) rows[r] = outIds[at + r]!;
-        const out = this.dotsWith(c, kept);
-        const scales = this.s.scales!;
-        const sc = scales[c]!;
-        for (let r = 0; r < kept; r++) {
-          if (out[r]! * sc * scales[rows[r]!]! > cs) {
-            good = false;
-            break;
-          }
-        }
-      } else {
-        for (let r = 0; r < kept; r++) {
-          if (this.sim(c, outIds[at + r]!) > cs) {
-            good = false;
-            break;
-          }
+      const dots = this.scanner !== null && kept > 0 ? this.dotsOfList(c, outIds, at, kept) : null;
+      for (let r = 0; r < kept; r++) {
+        const o = outIds[at + r]!;
+        if ((dots !== null ? dots[r]! * this.s.scales![c]! * this.s.scales![o]! : this.sim(c, o)) > cs) {
+          good = false;
+          break;
         }
       }
       if (good) {
@@ -436,12 +416,7 @@ export class InsertPlanner {
     }
     if (pos === n) return; // below every kept link: the budget is already spent on better ones
     // With the kernel, the list's similarities to q in one call; sim(a, b) is dot × scale(a) × scale(b).
-    let dots: Int32Array | null = null;
-    if (this.scanner !== null) {
-      const rows = this.scanner.rows;
-      for (let j = 0; j < n; j++) rows[j] = links[base + j]!;
-      dots = this.dotsWith(q, n);
-    }
+    const dots = this.scanner !== null ? this.dotsOfList(q, links, base, n) : null;
     const scales = this.s.scales;
     for (let j = 0; j < pos; j++) {
       const l = links[base + j]!;
