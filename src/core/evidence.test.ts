@@ -48,6 +48,14 @@ describe("evidence", () => {
     assert.ok(ev.length <= 3);
   });
 
+  it("says when the repository's language is the one the query names, or one that serves it", () => {
+    const facts = (p: RepoPayload, query: string) => evidence(p, query).find((e) => e.startsWith("Facts:")) ?? "";
+    assert.match(facts(payload(1), "go library for building clis"), /language Go \(named in the query\)/);
+    const ts = payload(2, { language: "TypeScript", languageLc: "typescript" });
+    assert.match(facts(ts, "javascript bundler"), /language TypeScript \(the query names javascript\)/);
+    assert.doesNotMatch(facts(ts, "python bundler"), /language/);
+  });
+
   it("answers the same from its per-repository memo as when the repository is new to it", () => {
     const queries = ["go library for command line subcommands", "terminal apps", "nested flags parser", "kubernetes operator"];
     for (let i = 0; i < 20; i++) {

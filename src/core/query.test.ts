@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "vitest";
-import { asksForMany, headPhrase } from "./query.js";
+import { asksForMany, headPhrase, languageServes, understandQuery } from "./query.js";
 
 describe("asksForMany: a kind of thing asked for in the plural", () => {
   it("reads the head noun, the last word before what qualifies it", () => {
@@ -36,5 +36,29 @@ describe("headPhrase: the words that say what is asked for", () => {
   it("a query that opens with a qualifying word keeps it: there is nothing before it to qualify", () => {
     assert.deepEqual(headPhrase("for loops in bash"), ["for", "loops"]);
     assert.deepEqual(headPhrase(""), []);
+  });
+});
+
+describe("languageServes: a repository's language serves the language a query names", () => {
+  it("the same language, and TypeScript or JavaScript for the JavaScript family's names", () => {
+    assert.equal(languageServes("python", "python"), true);
+    assert.equal(languageServes("javascript", "typescript"), true);
+    assert.equal(languageServes("vue", "typescript"), true);
+    assert.equal(languageServes("svelte", "javascript"), true);
+    assert.equal(languageServes("typescript", "javascript"), false);
+    assert.equal(languageServes("python", "rust"), false);
+    assert.equal(languageServes("c", "c++"), false);
+  });
+});
+
+describe("understandQuery: the language a query asks for", () => {
+  it("a query for a programming language names others only as what it runs on, compiles to or looks like", () => {
+    assert.equal(understandQuery("jvm language by jetbrains").language, null);
+    assert.equal(understandQuery("functional language that compiles to javascript").language, null);
+    assert.equal(understandQuery("statically typed language with python-like syntax").language, null);
+    // The language it names as itself, and every other kind of thing, keep the language.
+    assert.equal(understandQuery("zig programming language").language, "zig");
+    assert.equal(understandQuery("language server for rust").language, "rust");
+    assert.equal(understandQuery("jvm profiler").language, "java");
   });
 });

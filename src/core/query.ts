@@ -63,9 +63,18 @@ const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
   [/\bagents?\b|\bagentic\b|\bmcp\b/, "agent", "agents"],
 ];
 
+/** Head nouns that ask for a programming language itself. */
+const LANGUAGE_NOUNS = new Set(["language", "languages"]);
+
 export function understandQuery(query: string): QueryUnderstanding {
   const q = normalize(query);
-  const language = languageIn(q);
+  let language = languageIn(q);
+  // A query for a language names others only as what it runs on, compiles to or looks like ("jvm
+  // language by jetbrains", "functional language that compiles to javascript"): Kotlin is written in
+  // Kotlin, Elm's compiler in Haskell. The language it names as itself ("zig programming language")
+  // stays.
+  const head = headPhrase(q);
+  if (language !== null && LANGUAGE_NOUNS.has(head.at(-1) ?? "") && !head.includes(language)) language = null;
   const categories: Category[] = [];
   const kinds: string[] = [];
   for (const [re, cat, label] of KIND_CUES) {
@@ -83,6 +92,23 @@ export function understandQuery(query: string): QueryUnderstanding {
 /** The programming language a text names (as stored in languageLc), or null; the ranker asks it of single query words. */
 export function languageNamed(text: string): string | null {
   return languageIn(normalize(text));
+}
+
+/**
+ * Languages whose code serves a query that names another: the JavaScript ecosystem is written in
+ * TypeScript as often as not (answers to head queries naming JavaScript or Node: 48 in TypeScript, 73 in
+ * JavaScript; dev.jsonl's judged repositories: 52 and 168), and a Vue or Svelte component library in either.
+ * The other way round does not hold: a query naming TypeScript asks for types.
+ */
+const SERVED_BY: Readonly<Record<string, readonly string[]>> = {
+  javascript: ["typescript"],
+  vue: ["typescript", "javascript"],
+  svelte: ["typescript", "javascript"],
+};
+
+/** Whether a repository written in `repoLanguage` (languageLc) is in the language a query names. */
+export function languageServes(queryLanguage: string, repoLanguage: string): boolean {
+  return repoLanguage === queryLanguage || (SERVED_BY[queryLanguage]?.includes(repoLanguage) ?? false);
 }
 
 function normalize(text: string): string {

@@ -82,6 +82,38 @@ describe("ranking features", () => {
     const plain = extractFeatures(ctx(null), [cand(onlyWiki), cand(selfHost), cand(pythonWiki)]);
     assert.ok(Math.abs(feature(plain, 2, "coverage") - 4 / 8.5) < 1e-6);
   });
+  it("a query naming JavaScript is in the language of a TypeScript repository, not the other way round", () => {
+    const terms = [
+      { term: "javascript", idf: 2 },
+      { term: "bundler", idf: 6 },
+    ];
+    const ts = payload("a/ts", "a bundler", { languageLc: "typescript" });
+    const js = payload("a/js", "a bundler", { languageLc: "javascript" });
+    const go = payload("a/go", "a bundler", { languageLc: "go" });
+    const found = Uint8Array.from([0, 1, 0, 1, 0, 1]);
+    const ctx = (text: string, language: string): QueryContext => ({
+      ...context([0.5, 0.5, 0.5]),
+      text,
+      understanding: { language, categories: [], notes: [] },
+      explanation: { ...context([0.5, 0.5, 0.5]).explanation, terms, found },
+    });
+    const rows = extractFeatures(ctx("javascript bundler", "javascript"), [cand(ts), cand(js), cand(go)]);
+    assert.deepEqual(
+      [0, 1, 2].map((i) => feature(rows, i, "language_match")),
+      [1, 1, -1],
+    );
+    assert.deepEqual(
+      [0, 1, 2].map((i) => feature(rows, i, "coverage")),
+      [1, 1, 0.75],
+    );
+    // A query naming TypeScript asks for types: JavaScript does not serve it.
+    const typed = extractFeatures(ctx("typescript bundler", "typescript"), [cand(ts), cand(js), cand(go)]);
+    assert.deepEqual(
+      [0, 1, 2].map((i) => feature(typed, i, "language_match")),
+      [1, -1, -1],
+    );
+  });
+
   it("single_* are fame where the query asks for one thing, and neutral where it asks for many", () => {
     const small = payload("a/small", "a tool", { stars: 10 });
     const famous = payload("a/famous", "a tool", { stars: 50_000 });

@@ -17,7 +17,7 @@ import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
 import { LEXICAL_FIELDS, queryWords } from "../../store/bm25f.js";
 import type { Explanation } from "../../store/types.js";
-import { asksForMany, headPhrase, languageNamed, type QueryUnderstanding } from "../query.js";
+import { asksForMany, headPhrase, languageNamed, languageServes, type QueryUnderstanding } from "../query.js";
 
 export const FEATURES = [
   // query
@@ -185,7 +185,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.mentions] = facts.mentions;
     row[IX.pushed_gap] = facts.pushedMs === null ? -1 : (pushedTop - facts.pushedMs) / YEAR_MS;
     row[IX.archived] = p.isArchived === null ? -1 : p.isArchived ? 1 : 0;
-    row[IX.language_match] = u.language === null || p.languageLc === null ? 0 : p.languageLc === u.language ? 1 : -1;
+    row[IX.language_match] = u.language === null || p.languageLc === null ? 0 : languageServes(u.language, p.languageLc) ? 1 : -1;
     row[IX.category_match] = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
     row[IX.category_listy] = p.category === "curated-list" || p.category === "educational" ? 1 : 0;
     row[IX.description_words] = facts.descriptionWords;
@@ -202,8 +202,8 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
  * Per candidate: the idf-weighted share of the query's words it says. A word is what the query writes
  * between spaces, so "self-hosted" counts once, not as the three terms the analyser makes of it (self,
  * host, selfhost), and it is said when any of its terms occurs. A word that names a programming
- * language ("python", "node.js", "c++") is also said by a repository written in that language, which
- * rarely repeats it in its own description.
+ * language ("python", "node.js", "c++") is also said by a repository written in that language (or one
+ * that serves it: TypeScript for "node.js"), which rarely repeats it in its own description.
  */
 function conceptCoverage(text: string, ex: Explanation, cands: readonly RankCandidate[], namesLanguage: boolean): Float32Array {
   const T = ex.terms.length;
@@ -221,7 +221,8 @@ function conceptCoverage(text: string, ex: Explanation, cands: readonly RankCand
   for (let i = 0; i < cands.length; i++) {
     const lang = cands[i]!.payload.languageLc;
     let said = 0;
-    for (const w of words) if ((w.language !== null && w.language === lang) || w.terms.some((j) => ex.found[i * T + j] === 1)) said += w.idf;
+    for (const w of words)
+      if ((w.language !== null && lang !== null && languageServes(w.language, lang)) || w.terms.some((j) => ex.found[i * T + j] === 1)) said += w.idf;
     out[i] = said / total;
   }
   return out;
