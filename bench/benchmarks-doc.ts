@@ -221,7 +221,7 @@ function evalSection(root: string, glance: Glance[]): Section {
     const main = runs.find((r) => /default/i.test(str(r.method) ?? "")) ?? runs[0]!;
     const batches = byBatch(main.headByBatch, (m) => at(m, "hit3"));
     if (batches)
-      lines.push(`Head hit@3 by batch of the head set through the full path: ${batches} (in sample: the shipped ranker was trained on both batches).`, "");
+      lines.push(`Head hit@3 by batch of the head set through the full path: ${batches} (in sample: the shipped ranker was trained on every batch).`, "");
     glance.push(
       {
         measure: "search quality in sample, dev nDCG@10 / MRR",
@@ -292,8 +292,8 @@ function evalSection(root: string, glance: Glance[]): Section {
       if (batches)
         lines.push(
           "",
-          `Head hit@3 by batch of the head set, cross-validated: ${batches}. Batch 2 was written after all but one of the features were designed and its misses were not read ` +
-            "to design them, so its figure is the one closest to what unseen everyday queries get ([head-queries.md](../bench/head-queries.md)).",
+          `Head hit@3 by batch of the head set, cross-validated: ${batches}. Batch 1's misses were read to design the features; batch 3 was written by someone who had ` +
+            "never seen the ranker or its output, so its figure is the one closest to what unseen everyday queries get ([head-queries.md](../bench/head-queries.md)).",
         );
     }
     lines.push("");
