@@ -62,9 +62,23 @@ export interface Filter {
 
 /** Qdrant accepts point ids as UUIDs in any of their spellings; compare them in one canonical form. */
 export function normalizePointId(id: string): string {
+  // Ids the indexer writes are canonical already, and an index load normalises every one of them.
+  if (isCanonicalUuid(id)) return id;
   const hex = id.replace(/^urn:uuid:/i, "").replace(/^\{(.*)\}$/, "$1");
   const m = /^([0-9a-f]{8})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{12})$/i.exec(hex);
   return m === null ? id : `${m[1]}-${m[2]}-${m[3]}-${m[4]}-${m[5]}`.toLowerCase();
+}
+
+/** Lowercase hex in 8-4-4-4-12 groups: the form normalizePointId returns for a UUID. */
+function isCanonicalUuid(id: string): boolean {
+  if (id.length !== 36) return false;
+  for (let i = 0; i < 36; i++) {
+    const c = id.charCodeAt(i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (c !== 45) return false; // "-"
+    } else if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false; // 0-9, a-f
+  }
+  return true;
 }
 
 /** How a payload field is indexed for filtering (Qdrant's payload index types that reposearch uses). */
