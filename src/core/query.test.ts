@@ -62,3 +62,16 @@ describe("understandQuery: the language a query asks for", () => {
     assert.equal(understandQuery("jvm profiler").language, "java");
   });
 });
+
+describe("understandQuery: the kind of repository a query asks for", () => {
+  it("learning names learning material, except as a kind of machine learning", () => {
+    const educational = (q: string) => understandQuery(q).categories.includes("educational");
+    assert.equal(educational("deep learning framework"), false);
+    assert.equal(educational("Python machine learning libraries"), false);
+    assert.equal(educational("python library for reinforcement learning algorithms"), false);
+    assert.equal(educational("self-supervised learning toolkit"), false);
+    assert.equal(educational("Tools for learning the command line"), true);
+    assert.equal(educational("machine learning course"), true);
+    assert.equal(educational("learn rust by exercises"), true);
+  });
+});

@@ -53,7 +53,12 @@ const LANGUAGE_ALIASES: ReadonlyArray<readonly [RegExp, string]> = [
 
 const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
   [/\bawesome(?:[- ]lists?)?\b|\bcurated (?:list|collection)\b|\blist of (?:resources|tools|libraries)\b/, "curated-list", "a curated list"],
-  [/\btutorials?\b|\bcourses?\b|\blearn(?:ing)?\b|\bexercises?\b|\bbook\b|\binterview prep/, "educational", "learning material"],
+  // "learning" names learning material, except as a kind of machine learning ("deep learning framework").
+  [
+    /\btutorials?\b|\bcourses?\b|\blearn\b|(?<!\b(?:machine|deep|reinforcement|federated|transfer|(?:self-|semi-|un)?supervised|meta|online|active|contrastive|representation|metric|few-shot|zero-shot|ensemble|statistical|incremental|continual)[ -])\blearning\b|\bexercises?\b|\bbook\b|\binterview prep/,
+    "educational",
+    "learning material",
+  ],
   [/\bself[- ]hosted\b|\bapp(?:lication)?\b(?! (?:framework|server framework))|\bdashboard\b/, "application", "an application"],
   [/\bboilerplate\b|\bstarter(?: kit| template)?\b|\btemplate\b|\bscaffold/, "starter", "a starter template"],
   [/\bplugins?\b|\bextensions?\b|\badd-?ons?\b/, "plugin", "a plugin or extension"],
