@@ -54,6 +54,9 @@ describe("evidence", () => {
     const ts = payload(2, { language: "TypeScript", languageLc: "typescript" });
     assert.match(facts(ts, "javascript bundler"), /language TypeScript \(the query names javascript\)/);
     assert.doesNotMatch(facts(ts, "python bundler"), /language/);
+    const ruff = payload(3, { language: "Rust", languageLc: "rust", description: "An extremely fast Python linter, written in Rust.", topics: ["linter"] });
+    assert.match(facts(ruff, "python linter"), /language Rust, for python in its own words/);
+    assert.doesNotMatch(facts(ruff, "go linter"), /language/);
   });
 
   it("answers the same from its per-repository memo as when the repository is new to it", () => {

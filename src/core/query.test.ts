@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "vitest";
-import { asksForMany, headPhrase, languageServes, understandQuery } from "./query.js";
+import { asksForMany, headPhrase, languageSaid, languageServes, understandQuery } from "./query.js";
 
 describe("asksForMany: a kind of thing asked for in the plural", () => {
   it("reads the head noun, the last word before what qualifies it", () => {
@@ -73,5 +73,29 @@ describe("understandQuery: the kind of repository a query asks for", () => {
     assert.equal(educational("Tools for learning the command line"), true);
     assert.equal(educational("machine learning course"), true);
     assert.equal(educational("learn rust by exercises"), true);
+  });
+
+  it("a learning word a word or two before a software noun is what the software handles", () => {
+    const educational = (q: string) => understandQuery(q).categories.includes("educational");
+    assert.equal(educational("learning management system"), false);
+    assert.equal(educational("online course platform"), false);
+    assert.equal(educational("book reader"), false);
+    assert.equal(educational("tutorial generator for docs"), false);
+    assert.equal(educational("Node.js tutorials"), true);
+    assert.equal(educational("book about distributed systems"), true);
+    assert.equal(educational("course on building a web server"), true);
+  });
+});
+
+describe("languageSaid: a repository's own words say the language a query names", () => {
+  it("finds the language's aliases in names, descriptions and hyphenated topics", () => {
+    assert.equal(languageSaid("python", "ruff An extremely fast Python linter, written in Rust."), true);
+    assert.equal(languageSaid("javascript", "nvm Node Version Manager - POSIX-compliant bash script"), true);
+    assert.equal(languageSaid("javascript", "fnm fast-node-manager nodejs rust"), true);
+    assert.equal(languageSaid("go", "x A Go library for retries"), true);
+    assert.equal(languageSaid("go", "esbuild An extremely fast bundler for the web"), false);
+    assert.equal(languageSaid("java", "a javascript toolkit"), false);
+    assert.equal(languageSaid("c", "a C library for JSON"), true);
+    assert.equal(languageSaid("c", "a library for JSON"), false);
   });
 });

@@ -2,7 +2,7 @@
  * Query understanding: what an agent's description says beyond its words. Each finding is a soft
  * signal for ranking (a boost, never a filter the caller did not ask for) and is reported in evidence.
  */
-import type { Category } from "../dataset/record.js";
+import type { Category, RepoRecord } from "../dataset/record.js";
 import { collapseWhitespace } from "../text/analyzer.js";
 
 export interface QueryUnderstanding {
@@ -54,8 +54,10 @@ const LANGUAGE_ALIASES: ReadonlyArray<readonly [RegExp, string]> = [
 const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
   [/\bawesome(?:[- ]lists?)?\b|\bcurated (?:list|collection)\b|\blist of (?:resources|tools|libraries)\b/, "curated-list", "a curated list"],
   // "learning" names learning material, except as a kind of machine learning ("deep learning framework").
+  // A cue a word or two before a software noun is what the software handles: "learning management
+  // system", "course platform", "book reader" (the classifier's rule for descriptions, docs/classifier.md).
   [
-    /\btutorials?\b|\bcourses?\b|\blearn\b|(?<!\b(?:machine|deep|reinforcement|federated|transfer|(?:self-|semi-|un)?supervised|meta|online|active|contrastive|representation|metric|few-shot|zero-shot|ensemble|statistical|incremental|continual)[ -])\blearning\b|\bexercises?\b|\bbook\b|\binterview prep/,
+    /(?:\btutorials?\b|\bcourses?\b|\blearn\b|(?<!\b(?:machine|deep|reinforcement|federated|transfer|(?:self-|semi-|un)?supervised|meta|online|active|contrastive|representation|metric|few-shot|zero-shot|ensemble|statistical|incremental|continual)[ -])\blearning\b|\bexercises?\b|\bbook\b)(?!(?: [a-z]+)? (?:system|platform|app|application|software|server|service|tool|editor|viewer|reader|manager|engine|generator|player|client|library|framework)\b)|\binterview prep/,
     "educational",
     "learning material",
   ],
@@ -114,6 +116,30 @@ const SERVED_BY: Readonly<Record<string, readonly string[]>> = {
 /** Whether a repository written in `repoLanguage` (languageLc) is in the language a query names. */
 export function languageServes(queryLanguage: string, repoLanguage: string): boolean {
   return repoLanguage === queryLanguage || (SERVED_BY[queryLanguage]?.includes(repoLanguage) ?? false);
+}
+
+/** Each language's aliases, for asking whether a text names one language in particular. */
+const ALIASES_OF: ReadonlyMap<string, readonly RegExp[]> = (() => {
+  const m = new Map<string, RegExp[]>();
+  for (const [re, lang] of LANGUAGE_ALIASES) m.set(lang, [...(m.get(lang) ?? []), re]);
+  return m;
+})();
+
+/** A repository's own words about what it is: the repository part of its name, its description and topics. */
+export function ownWords(p: Pick<RepoRecord, "name" | "description" | "topics">): string {
+  return `${p.name.slice(p.name.indexOf("/") + 1)} ${p.description ?? ""} ${p.topics.join(" ")}`;
+}
+
+/**
+ * Whether a repository's own words (its name, description and topics) say the language a query names,
+ * whatever its code is written in. Tools for an ecosystem are often written in another language: ruff
+ * ("An extremely fast Python linter … written in Rust"), nvm ("Node Version Manager - … bash script"),
+ * pyenv, esbuild, bun. Of the head set's first two batches, 51 answers to queries naming a language are
+ * not written in it, and 29 of them say it.
+ */
+export function languageSaid(queryLanguage: string, ownWords: string): boolean {
+  const text = normalize(ownWords.replace(/[-_/]/g, " "));
+  return ALIASES_OF.get(queryLanguage)?.some((re) => re.test(text)) ?? false;
 }
 
 function normalize(text: string): string {

@@ -114,6 +114,22 @@ describe("ranking features", () => {
     );
   });
 
+  it("a repository whose own words say the query's language is half a match, whatever it is written in", () => {
+    const ruff = payload("astral-sh/ruff", "An extremely fast Python linter, written in Rust", { languageLc: "rust" });
+    const pylint = payload("pylint-dev/pylint", "It's not just a linter that annoys you!", { languageLc: "python" });
+    const clippy = payload("rust-lang/clippy", "A bunch of lints to catch common mistakes", { languageLc: "rust" });
+    const unknown = payload("a/unknown", "a linter", { languageLc: null });
+    const tagged = payload("a/tagged", "a linter", { languageLc: null, topics: ["python3", "linter"] });
+    const rows = extractFeatures(
+      { ...context([0.5, 0.5, 0.5, 0.5, 0.5]), text: "python linter", understanding: { language: "python", categories: [], notes: [] } },
+      [cand(ruff), cand(pylint), cand(clippy), cand(unknown), cand(tagged)],
+    );
+    assert.deepEqual(
+      [0, 1, 2, 3, 4].map((i) => feature(rows, i, "language_match")),
+      [0.5, 1, -1, 0, 0.5],
+    );
+  });
+
   it("single_* are fame where the query asks for one thing, and neutral where it asks for many", () => {
     const small = payload("a/small", "a tool", { stars: 10 });
     const famous = payload("a/famous", "a tool", { stars: 50_000 });

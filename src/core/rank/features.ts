@@ -17,7 +17,7 @@ import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
 import { LEXICAL_FIELDS, queryWords } from "../../store/bm25f.js";
 import type { Explanation } from "../../store/types.js";
-import { asksForMany, headPhrase, languageNamed, languageServes, type QueryUnderstanding } from "../query.js";
+import { asksForMany, headPhrase, languageNamed, languageSaid, languageServes, ownWords, type QueryUnderstanding } from "../query.js";
 
 export const FEATURES = [
   // query
@@ -185,7 +185,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.mentions] = facts.mentions;
     row[IX.pushed_gap] = facts.pushedMs === null ? -1 : (pushedTop - facts.pushedMs) / YEAR_MS;
     row[IX.archived] = p.isArchived === null ? -1 : p.isArchived ? 1 : 0;
-    row[IX.language_match] = u.language === null || p.languageLc === null ? 0 : languageServes(u.language, p.languageLc) ? 1 : -1;
+    row[IX.language_match] = languageMatch(u.language, p, facts);
     row[IX.category_match] = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
     row[IX.category_listy] = p.category === "curated-list" || p.category === "educational" ? 1 : 0;
     row[IX.description_words] = facts.descriptionWords;
@@ -238,6 +238,8 @@ interface PayloadFacts {
   readonly fame: number;
   readonly pushedMs: number | null;
   readonly descriptionWords: number;
+  /** The repository part of its name, its description and topics: where it says what it is for. */
+  readonly ownWords: string;
   /** Its own name and its aliases, analysed. */
   readonly names: readonly NameParts[];
   /** 1 when the owner is named after the repository (selfNamed), else 0. */
@@ -245,6 +247,18 @@ interface PayloadFacts {
 }
 
 const factsCache = new WeakMap<RepoPayload, PayloadFacts>();
+
+/**
+ * 1 when the repository is written in the language the query names (or one serving it), 0.5 when its
+ * own words say that language though its code is in another (ruff, a Python linter written in Rust),
+ * -1 when neither, 0 when the query names none or the repository's language is unknown.
+ */
+function languageMatch(language: string | null, p: RepoPayload, facts: PayloadFacts): number {
+  if (language === null) return 0;
+  if (p.languageLc !== null && languageServes(language, p.languageLc)) return 1;
+  if (languageSaid(language, facts.ownWords)) return 0.5;
+  return p.languageLc === null ? 0 : -1;
+}
 
 function factsOf(p: RepoPayload): PayloadFacts {
   let facts = factsCache.get(p);
@@ -256,6 +270,7 @@ function factsOf(p: RepoPayload): PayloadFacts {
       fame: Math.log1p(p.stars ?? 0) + Math.log1p(p.mentions),
       pushedMs: p.pushedAt === null ? null : Date.parse(p.pushedAt),
       descriptionWords: p.description ? Math.min(100, p.description.split(/\s+/).length) : 0,
+      ownWords: ownWords(p),
       selfNamed: selfNamed(p.name) ? 1 : 0,
       names: [p.name, ...p.aliases].map((full) => {
         const repo = full.slice(full.indexOf("/") + 1);
