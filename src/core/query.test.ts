@@ -60,6 +60,12 @@ describe("understandQuery: the language a query asks for", () => {
     assert.equal(understandQuery("zig programming language").language, "zig");
     assert.equal(understandQuery("language server for rust").language, "rust");
     assert.equal(understandQuery("jvm profiler").language, "java");
+    assert.equal(understandQuery("job queue for node backed by redis").language, "javascript");
+    assert.equal(understandQuery("node version manager").language, "javascript");
+    assert.equal(understandQuery("Node.js tutorials").language, "javascript");
+    assert.equal(understandQuery("node-based stable diffusion gui").language, null);
+    assert.equal(understandQuery("bitcoin full node").language, null);
+    assert.equal(understandQuery("kubernetes node autoscaler").language, null);
   });
 });
 

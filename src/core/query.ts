@@ -25,7 +25,12 @@ const LANGUAGE_ALIASES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\brust(?:lang)?\b(?! (?:removal|proof))/, "rust"],
   [/\bpython(?:3)?\b|\bpypi\b|\bdjango\b|\bflask\b|\bfastapi\b/, "python"],
   [/\btypescript\b|\bts\b(?= (?:library|types))/, "typescript"],
-  [/\bjavascript\b|\bnode(?:\.?js)?\b|\bnpm\b|\bjs\b/, "javascript"],
+  // "node" is Node.js, except a graph's or a cluster's node: "node-based editor", "bitcoin full node",
+  // "kubernetes node autoscaler".
+  [
+    /\bjavascript\b|\bnode\.?js\b|(?<!\b(?:full|kubernetes|k8s|cluster|worker|master|edge|compute|bitcoin|lightning|validator) )\bnode\b(?![- ]based\b| pools?\b| autoscal)|\bnpm\b|\bjs\b/,
+    "javascript",
+  ],
   [/\bjava\b(?!script)|\bspring boot\b|\bjvm\b/, "java"],
   [/\bkotlin\b|\bandroid jetpack\b/, "kotlin"],
   [/\bswift\b|\bswiftui\b|\bios\b/, "swift"],

@@ -240,6 +240,8 @@ interface PayloadFacts {
   readonly descriptionWords: number;
   /** The repository part of its name, its description and topics: where it says what it is for. */
   readonly ownWords: string;
+  /** languageSaid of ownWords, by language, as searches ask (a payload is asked of a few languages at most). */
+  readonly languagesSaid: Map<string, boolean>;
   /** Its own name and its aliases, analysed. */
   readonly names: readonly NameParts[];
   /** 1 when the owner is named after the repository (selfNamed), else 0. */
@@ -256,7 +258,9 @@ const factsCache = new WeakMap<RepoPayload, PayloadFacts>();
 function languageMatch(language: string | null, p: RepoPayload, facts: PayloadFacts): number {
   if (language === null) return 0;
   if (p.languageLc !== null && languageServes(language, p.languageLc)) return 1;
-  if (languageSaid(language, facts.ownWords)) return 0.5;
+  let said = facts.languagesSaid.get(language);
+  if (said === undefined) facts.languagesSaid.set(language, (said = languageSaid(language, facts.ownWords)));
+  if (said) return 0.5;
   return p.languageLc === null ? 0 : -1;
 }
 
@@ -271,6 +275,7 @@ function factsOf(p: RepoPayload): PayloadFacts {
       pushedMs: p.pushedAt === null ? null : Date.parse(p.pushedAt),
       descriptionWords: p.description ? Math.min(100, p.description.split(/\s+/).length) : 0,
       ownWords: ownWords(p),
+      languagesSaid: new Map(),
       selfNamed: selfNamed(p.name) ? 1 : 0,
       names: [p.name, ...p.aliases].map((full) => {
         const repo = full.slice(full.indexOf("/") + 1);
