@@ -70,8 +70,9 @@ describe("understandQuery: the language a query asks for", () => {
 });
 
 describe("understandQuery: the kind of repository a query asks for", () => {
+  const educational = (q: string) => understandQuery(q).categories.includes("educational");
+
   it("learning names learning material, except as a kind of machine learning", () => {
-    const educational = (q: string) => understandQuery(q).categories.includes("educational");
     assert.equal(educational("deep learning framework"), false);
     assert.equal(educational("Python machine learning libraries"), false);
     assert.equal(educational("python library for reinforcement learning algorithms"), false);
@@ -82,7 +83,6 @@ describe("understandQuery: the kind of repository a query asks for", () => {
   });
 
   it("a learning word a word or two before a software noun is what the software handles", () => {
-    const educational = (q: string) => understandQuery(q).categories.includes("educational");
     assert.equal(educational("learning management system"), false);
     assert.equal(educational("online course platform"), false);
     assert.equal(educational("book reader"), false);

@@ -139,8 +139,8 @@ export function ownWords(p: Pick<RepoRecord, "name" | "description" | "topics">)
  * Whether a repository's own words (its name, description and topics) say the language a query names,
  * whatever its code is written in. Tools for an ecosystem are often written in another language: ruff
  * ("An extremely fast Python linter … written in Rust"), nvm ("Node Version Manager - … bash script"),
- * pyenv, esbuild, bun. Of the head set's first two batches, 51 answers to queries naming a language are
- * not written in it, and 29 of them say it.
+ * pyenv, bun. Of the head set's answers to queries naming a language, 67 are written in another and 44
+ * of them say it; of dev.jsonl's judged repositories, 126 (83 say it), and 1,470 have no language (929).
  */
 export function languageSaid(queryLanguage: string, ownWords: string): boolean {
   const text = normalize(ownWords.replace(/[-_/]/g, " "));

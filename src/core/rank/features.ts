@@ -238,10 +238,11 @@ interface PayloadFacts {
   readonly fame: number;
   readonly pushedMs: number | null;
   readonly descriptionWords: number;
-  /** The repository part of its name, its description and topics: where it says what it is for. */
-  readonly ownWords: string;
-  /** languageSaid of ownWords, by language, as searches ask (a payload is asked of a few languages at most). */
-  readonly languagesSaid: Map<string, boolean>;
+  /**
+   * languageSaid of its own words, by language, filled as searches ask (a repository is asked of a few
+   * languages at most, and only when it is not written in the one a query names).
+   */
+  languagesSaid?: Map<string, boolean>;
   /** Its own name and its aliases, analysed. */
   readonly names: readonly NameParts[];
   /** 1 when the owner is named after the repository (selfNamed), else 0. */
@@ -258,8 +259,9 @@ const factsCache = new WeakMap<RepoPayload, PayloadFacts>();
 function languageMatch(language: string | null, p: RepoPayload, facts: PayloadFacts): number {
   if (language === null) return 0;
   if (p.languageLc !== null && languageServes(language, p.languageLc)) return 1;
-  let said = facts.languagesSaid.get(language);
-  if (said === undefined) facts.languagesSaid.set(language, (said = languageSaid(language, facts.ownWords)));
+  const saidBy = (facts.languagesSaid ??= new Map());
+  let said = saidBy.get(language);
+  if (said === undefined) saidBy.set(language, (said = languageSaid(language, ownWords(p))));
   if (said) return 0.5;
   return p.languageLc === null ? 0 : -1;
 }
@@ -274,8 +276,6 @@ function factsOf(p: RepoPayload): PayloadFacts {
       fame: Math.log1p(p.stars ?? 0) + Math.log1p(p.mentions),
       pushedMs: p.pushedAt === null ? null : Date.parse(p.pushedAt),
       descriptionWords: p.description ? Math.min(100, p.description.split(/\s+/).length) : 0,
-      ownWords: ownWords(p),
-      languagesSaid: new Map(),
       selfNamed: selfNamed(p.name) ? 1 : 0,
       names: [p.name, ...p.aliases].map((full) => {
         const repo = full.slice(full.indexOf("/") + 1);
