@@ -279,9 +279,15 @@ function evalSection(root: string, glance: Glance[]): Section {
         `${on && str(on.sets) ? ` (${str(on.sets)})` : ""}. Reproduce with \`${str(training.reproduce) ?? "npm run eval -- --tune"}\`.`,
     );
     if (cv) {
+      const ctx = obj(cv.context);
+      const first = obj(cv.firstStage);
+      const stages = ctx ? `${int(cv.trees)} trees, then a second stage of ${int(ctx.trees)} trees over the top ${int(ctx.k)}` : `${int(cv.trees)} trees`;
       lines.push(
-        `Cross-validated (${str(cv.method) ?? "method not recorded"}; ${int(cv.trees)} trees): dev nDCG@10 ${q3(cv.devNdcg10)}, dev MRR ${q3(cv.devMrr)}, ` +
-          `head hit@3 ${q3(cv.headHit3)}, head MRR ${q3(cv.headMrr)}: the figures to expect on queries the ranker never saw.`,
+        `Cross-validated (${str(cv.method) ?? "method not recorded"}; ${stages}): dev nDCG@10 ${q3(cv.devNdcg10)}, dev MRR ${q3(cv.devMrr)}, ` +
+          `head hit@3 ${q3(cv.headHit3)}, head MRR ${q3(cv.headMrr)}: the figures to expect on queries the ranker never saw.` +
+          (ctx && first
+            ? ` The first stage alone: dev nDCG@10 ${q3(first.devNdcg10)}, dev MRR ${q3(first.devMrr)}, head hit@3 ${q3(first.headHit3)}, head MRR ${q3(first.headMrr)}.`
+            : ""),
       );
       const batches = byBatch(cv.headHit3ByBatch, (v) => v);
       glance.push({

@@ -20,7 +20,7 @@
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
  * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure). `--trees`,
  * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample` and `--seed` (the trees' row sampling)
- * override the shipped training settings.
+ * override the shipped training settings; `--context-k` and `--context-trees` the second stage's (0 trees: none).
  * Head metrics are also reported per batch of the head set (bench/head-queries.md).
  *
  * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on a slice of N
@@ -49,7 +49,19 @@ import { EmbedPool } from "../src/embed/pool.js";
 import { loadQueryEmbedder } from "../src/embed/factory.js";
 import type { Embedder } from "../src/embed/types.js";
 import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from "../src/eval/metrics.js";
-import { balanceSets, crossValidate, DEFAULT_RANKER_PARAMS, trainRanker, type JudgedPool, type RankerParams } from "../src/eval/train-ranker.js";
+import {
+  balanceSets,
+  crossValidate,
+  crossValidateContext,
+  DEFAULT_CONTEXT_PARAMS,
+  DEFAULT_RANKER_PARAMS,
+  keysByScore,
+  trainContext,
+  trainRanker,
+  type ContextParams,
+  type JudgedPool,
+  type RankerParams,
+} from "../src/eval/train-ranker.js";
 import { embeddingText } from "../src/corpus/doc-text.js";
 import { embeddedStoreFromConfig } from "../src/store/embedded/store.js";
 
@@ -67,6 +79,8 @@ const { values } = parseArgs({
     "min-leaf": { type: "string" },
     subsample: { type: "string" },
     seed: { type: "string" },
+    "context-k": { type: "string" },
+    "context-trees": { type: "string" },
   },
 });
 const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}) });
@@ -546,8 +560,10 @@ async function tune(
   const cv = crossValidate(training, params, checkpoints, (fold, i, n) =>
     console.log(`  fold ${i + 1}/${n} (${fold}) at ${((performance.now() - t0) / 1000).toFixed(0)} s`),
   );
+  const byId = new Map(training.map((p) => [p.id, p]));
   const curve = checkpoints.map((trees) => {
-    const s = summarize({ name: `${trees} trees`, rankings: cv.get(trees)! }, judged);
+    const rankings = new Map([...cv.get(trees)!].map(([id, sc]) => [id, keysByScore(byId.get(id)!, sc)]));
+    const s = summarize({ name: `${trees} trees`, rankings }, judged);
     return { trees, dev: s.dev, head: s.head, headByBatch: s.headByBatch, perList: s.perList };
   });
   console.log("\ncross-validated (each list and head slice ranked by a model that never saw it; 0 trees = the linear part alone)");
@@ -565,9 +581,24 @@ async function tune(
   const best = curve.find((c) => heldOut(c) >= bestHeldOut - TREE_TOLERANCE)!;
   console.log(`chosen: ${best.trees} trees`);
   const finalParams: RankerParams = { linear: params.linear, trees: { ...params.trees, trees: Math.max(1, best.trees) } };
+  // The second stage learns from the chosen first stage's held-out scores (src/core/rank/context.ts).
+  const ctxParams: ContextParams = {
+    k: num(values["context-k"], DEFAULT_CONTEXT_PARAMS.k),
+    trees: num(values["context-trees"], DEFAULT_CONTEXT_PARAMS.trees),
+  };
+  const heldScores = cv.get(best.trees)!;
+  let shippedHeldOut = best;
+  if (ctxParams.trees > 0) {
+    const s = summarize({ name: "two stages", rankings: crossValidateContext(training, heldScores, params.trees, ctxParams) }, judged);
+    shippedHeldOut = { trees: best.trees, dev: s.dev, head: s.head, headByBatch: s.headByBatch, perList: s.perList };
+    console.log(
+      `second stage (top ${ctxParams.k}, ${ctxParams.trees} trees) over ${best.trees} trees, held out: dev nDCG@10 ${s.dev.ndcg10.toFixed(3)}, MRR ${s.dev.mrr.toFixed(3)}, head hit@3 ${s.head.hit3.toFixed(3)} (${byBatch(s.headByBatch)}), head MRR ${s.head.mrr.toFixed(3)}`,
+    );
+  }
   const { linear, ensemble } = trainRanker(training, finalParams);
   const kept = best.trees === 0 ? { featureCount: FEATURE_COUNT, trees: [] } : ensemble;
-  const model = rankerModel(linear, kept.trees);
+  const stage = ctxParams.trees > 0 ? trainContext(training, heldScores, params.trees, ctxParams) : null;
+  const model = rankerModel(linear, kept.trees, {}, stage && { k: stage.k, trees: stage.ensemble.trees });
   const top = FEATURES.map((f, i) => [f, model.importance[i]!] as const).sort((a, b) => b[1] - a[1]);
   console.log(
     `feature importance: ${top
@@ -585,17 +616,19 @@ async function tune(
     crossValidation: {
       method: `${lists.length} folds: one curated list plus a tenth of the head set each`,
       trees: best.trees,
-      devNdcg10: round3(best.dev.ndcg10),
-      devMrr: round3(best.dev.mrr),
-      headHit3: round3(best.head.hit3),
-      headHit3ByBatch: Object.fromEntries(Object.entries(best.headByBatch).map(([b, h]) => [b, round3(h.hit3)])),
-      headMrr: round3(best.head.mrr),
-      perList: Object.fromEntries(Object.entries(best.perList).map(([k, v]) => [k, round3(v)])),
+      context: stage ? { k: ctxParams.k, trees: ctxParams.trees } : null,
+      devNdcg10: round3(shippedHeldOut.dev.ndcg10),
+      devMrr: round3(shippedHeldOut.dev.mrr),
+      headHit3: round3(shippedHeldOut.head.hit3),
+      headHit3ByBatch: Object.fromEntries(Object.entries(shippedHeldOut.headByBatch).map(([b, h]) => [b, round3(h.hit3)])),
+      headMrr: round3(shippedHeldOut.head.mrr),
+      perList: Object.fromEntries(Object.entries(shippedHeldOut.perList).map(([k, v]) => [k, round3(v)])),
+      firstStage: { devNdcg10: round3(best.dev.ndcg10), devMrr: round3(best.dev.mrr), headHit3: round3(best.head.hit3), headMrr: round3(best.head.mrr) },
     },
     reproduce: "npm run eval -- --tune",
   };
   const treeParams = { ...DEFAULT_LAMBDAMART_PARAMS, ...finalParams.trees, trees: kept.trees.length };
-  const file = toModelFile(linear, { ...DEFAULT_LINEAR_PARAMS, ...finalParams.linear }, kept, treeParams, summary);
+  const file = toModelFile(linear, { ...DEFAULT_LINEAR_PARAMS, ...finalParams.linear }, kept, treeParams, summary, stage);
   if (!values["no-write"]) {
     const out = path.join(projectRoot, "src", "core", "rank", "ranker-model.json");
     await writeFile(out, JSON.stringify(file) + "\n");

@@ -41,7 +41,7 @@ import type {
 } from "./types.js";
 import { validateRepositoryRequest, validateSearchRequest, validateSimilarRequest } from "./validate.js";
 import { extractFeatures, FEATURES, type RankCandidate } from "./rank/features.js";
-import { loadRankerModel, scoreRanker, type RankerModel } from "./rank/model.js";
+import { loadRankerModel, rankOrder, type RankerModel } from "./rank/model.js";
 import rankerFile from "./rank/ranker-model.json" with { type: "json" };
 
 /** Candidates each retriever contributes to the ranker's pool. */
@@ -540,14 +540,14 @@ function withQualifierNote(u: QueryUnderstanding, qualifiers: readonly AppliedQu
 }
 
 /**
- * Orders a pool by the ranker's score, best first (ties by key, for determinism). Scores are the
- * model's raw outputs; results report them relative to the best (see toResult).
+ * Orders a pool by the ranker's score, best first (ties by key, for determinism), the second stage
+ * re-scoring the top K (rank/context.ts). Scores are the model's raw outputs; results report them
+ * relative to the best (see toResult).
  */
 export function rankPool(pool: CandidatePool, ranker: RankerModel): Candidate[] {
-  const scores = scoreRanker(ranker, pool.features);
-  const out = pool.candidates.map((c, i) => ((c.score = scores[i]!), c));
-  out.sort((a, b) => (a.score > b.score ? -1 : a.score < b.score ? 1 : a.payload.key < b.payload.key ? -1 : 1));
-  return out;
+  const cands = pool.candidates;
+  const { order, scores } = rankOrder(ranker, pool.features, (a, b) => (cands[a]!.payload.key < cands[b]!.payload.key ? -1 : 1));
+  return order.map((i) => ((cands[i]!.score = scores[i]!), cands[i]!));
 }
 
 /**

@@ -5,8 +5,11 @@
  * full index and writes src/core/rank/ranker-model.json.
  *
  * The ranker is trained in two steps (see src/core/rank/model.ts): the linear part on all pairs, then
- * boosted trees starting from its scores.
+ * boosted trees starting from its scores. A second stage (src/core/rank/context.ts) is trained on the
+ * first stage's held-out scores: trees over each query's top K that correct what the first stage gets
+ * wrong on queries it has not seen.
  */
+import { CONTEXT_FEATURE_COUNT, contextRows, firstStageOrder, reorderTop, type ContextStage } from "../core/rank/context.js";
 import { FEATURE_COUNT } from "../core/rank/features.js";
 import { DEFAULT_LAMBDAMART_PARAMS, trainLambdaMart, type Ensemble, type LambdaMartParams, type RankGroup } from "../core/rank/lambdamart.js";
 import { DEFAULT_LINEAR_PARAMS, scoreLinear, trainLinear, type LinearModel, type LinearParams } from "../core/rank/linear.js";
@@ -40,13 +43,6 @@ export const DEFAULT_RANKER_PARAMS: RankerParams = Object.freeze({
   trees: { ...DEFAULT_LAMBDAMART_PARAMS, maxDepth: 3, minLeafRows: 100, learningRate: 0.05, subsample: 0.7 },
 });
 
-/** Keys of a pool ordered by a model's scores, best first (ties by pool order). */
-export function rankKeys(model: RankerModel, pool: JudgedPool): string[] {
-  const s = scoreRanker(model, pool.features);
-  const order = pool.keys.map((_, i) => i).sort((a, b) => s[b]! - s[a]! || a - b);
-  return order.map((i) => pool.keys[i]!);
-}
-
 /**
  * Trains both parts on `groups`; `onTree` sees the ranker after each tree (validation curves).
  * Deterministic: the linear part does not sample, and the trees sample from a seeded PRNG.
@@ -70,25 +66,25 @@ export function trainRanker(
 }
 
 /**
- * Held-out rankings for every query at each tree count in `checkpoints` (0 = the linear part alone):
- * for each fold, a model trained on the other folds ranks the fold's queries. Deterministic: folds in
- * sorted order.
+ * Held-out first-stage scores for every query at each tree count in `checkpoints` (0 = the linear part
+ * alone): for each fold, a model trained on the other folds scores the fold's queries. Deterministic:
+ * folds in sorted order.
  */
 export function crossValidate(
   pools: readonly JudgedPool[],
   params: RankerParams,
   checkpoints: readonly number[],
   onFold?: (fold: string, i: number, n: number) => void,
-): Map<number, Map<string, string[]>> {
+): Map<number, Map<string, Float64Array>> {
   const folds = [...new Set(pools.map((p) => p.fold))].sort();
-  const out = new Map(checkpoints.map((c) => [c, new Map<string, string[]>()]));
+  const out = new Map(checkpoints.map((c) => [c, new Map<string, Float64Array>()]));
   const trees = Math.max(1, ...checkpoints);
   folds.forEach((fold, i) => {
     onFold?.(fold, i, folds.length);
     const held = pools.filter((p) => p.fold === fold);
     const record = (count: number, model: RankerModel) => {
       const m = out.get(count);
-      if (m) for (const p of held) m.set(p.id, rankKeys(model, p));
+      if (m) for (const p of held) m.set(p.id, scoreRanker(model, p.features));
     };
     const { linear } = trainRanker(
       pools.filter((p) => p.fold !== fold),
@@ -97,6 +93,81 @@ export function crossValidate(
     );
     record(0, rankerModel(linear, []));
   });
+  return out;
+}
+
+/** Keys of a pool by scores, best first (ties by pool order). */
+export function keysByScore(pool: JudgedPool, scores: ArrayLike<number>): string[] {
+  return firstStageOrder(scores).map((i) => pool.keys[i]!);
+}
+
+/** How many first-stage candidates the second stage re-scores, and how many trees it has. */
+export interface ContextParams {
+  readonly k: number;
+  readonly trees: number;
+}
+
+/** The shipped second stage's settings (cross-validated in docs/ranking.md, section 4). */
+export const DEFAULT_CONTEXT_PARAMS: ContextParams = Object.freeze({ k: 5, trees: 25 });
+
+interface ContextGroup extends RankGroup {
+  /** First-stage scores of the top K, best first. */
+  readonly init: Float64Array;
+}
+
+function contextGroup(pool: JudgedPool, scores: Float64Array, k: number): ContextGroup {
+  const top = firstStageOrder(scores).slice(0, k);
+  return {
+    init: Float64Array.from(top, (i) => scores[i]!),
+    features: contextRows(pool.features, scores, top),
+    labels: Float32Array.from(top, (i) => pool.labels[i]!),
+    ...(pool.weight !== undefined ? { weight: pool.weight } : {}),
+  };
+}
+
+/**
+ * The second stage, trained on `pools` with their first-stage scores `scores` (held out: a model that
+ * did not see the query scored it), starting from those scores. Queries with nothing relevant in their
+ * top K teach it nothing and are left out.
+ */
+export function trainContext(
+  pools: readonly JudgedPool[],
+  scores: ReadonlyMap<string, Float64Array>,
+  trees: Partial<LambdaMartParams>,
+  ctx: ContextParams,
+): ContextStage {
+  const groups = pools.map((p) => contextGroup(p, scores.get(p.id)!, ctx.k)).filter((g) => g.labels.some((l) => l > 0));
+  const init = Float64Array.from(groups.flatMap((g) => [...g.init]));
+  const ensemble = trainLambdaMart(groups, CONTEXT_FEATURE_COUNT, { params: { ...trees, trees: ctx.trees }, initScores: init });
+  return { k: ctx.k, ensemble };
+}
+
+/**
+ * Held-out rankings under both stages: for each fold, a second stage trained on the other folds
+ * re-orders the fold's top K by their held-out first-stage scores. Deterministic: folds in sorted order.
+ */
+export function crossValidateContext(
+  pools: readonly JudgedPool[],
+  scores: ReadonlyMap<string, Float64Array>,
+  trees: Partial<LambdaMartParams>,
+  ctx: ContextParams,
+): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const fold of [...new Set(pools.map((p) => p.fold))].sort()) {
+    const stage = trainContext(
+      pools.filter((p) => p.fold !== fold),
+      scores,
+      trees,
+      ctx,
+    );
+    for (const p of pools.filter((p) => p.fold === fold)) {
+      const held = Float64Array.from(scores.get(p.id)!);
+      out.set(
+        p.id,
+        reorderTop(stage, p.features, held, firstStageOrder(held)).map((i) => p.keys[i]!),
+      );
+    }
+  }
   return out;
 }
 

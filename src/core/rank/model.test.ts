@@ -4,9 +4,10 @@ import { seededRandom } from "../../common/random.js";
 import { FEATURE_COUNT, FEATURES } from "./features.js";
 import type { RankGroup } from "./lambdamart.js";
 import { DEFAULT_LINEAR_PARAMS } from "./linear.js";
-import { trainRanker } from "../../eval/train-ranker.js";
+import { trainContext, trainRanker, type JudgedPool } from "../../eval/train-ranker.js";
+import { CONTEXT_FEATURE_COUNT } from "./context.js";
 import { scoreRows } from "./lambdamart.js";
-import { loadRankerModel, RankerModelError, scoreRanker, toModelFile, type RankerModelFile } from "./model.js";
+import { loadRankerModel, rankerModel, RankerModelError, rankOrder, scoreRanker, toModelFile, type RankerModelFile } from "./model.js";
 import shipped from "./ranker-model.json" with { type: "json" };
 
 function data(seed: number): RankGroup[] {
@@ -32,8 +33,14 @@ const fileOf = (seed: number) => {
     featureFraction: 0.8,
     seed: 7,
   };
-  const { linear, ensemble } = trainRanker(data(seed), { linear: DEFAULT_LINEAR_PARAMS, trees: params });
-  return JSON.stringify(toModelFile(linear, DEFAULT_LINEAR_PARAMS, ensemble, params, { note: "test" }));
+  const groups = data(seed);
+  const { linear, ensemble } = trainRanker(groups, { linear: DEFAULT_LINEAR_PARAMS, trees: params });
+  // The second stage learns from first-stage scores (held out in `npm run eval -- --tune`; in sample here).
+  const first = rankerModel(linear, ensemble.trees);
+  const pools: JudgedPool[] = groups.map((g, i) => ({ ...g, id: `q${i}`, fold: "f", set: "dev", keys: [], relevant: new Set() }));
+  const scores = new Map(pools.map((p) => [p.id, scoreRanker(first, p.features)]));
+  const stage = trainContext(pools, scores, { ...params, minLeafRows: 5 }, { k: 8, trees: 5 });
+  return JSON.stringify(toModelFile(linear, DEFAULT_LINEAR_PARAMS, ensemble, params, { note: "test" }, stage));
 };
 
 test("a rebuild from the same data is byte-identical", () => {
@@ -95,4 +102,37 @@ test("a damaged tree is refused before it can misroute a walk", () => {
   const cycle = structuredClone(good);
   cycle.trees[0]!.left[0] = 0;
   assert.throws(() => loadRankerModel(cycle), /children out of order/);
+});
+
+test("a second stage of other features, a K below 2 or a damaged tree is refused; a file without one must say so", () => {
+  const good = JSON.parse(fileOf(1)) as RankerModelFile & { context: { k: number; features: string[]; trees: { feature: number[] }[] } };
+  assert.ok(good.context.trees.length > 0);
+  assert.doesNotThrow(() => loadRankerModel(good));
+  assert.doesNotThrow(() => loadRankerModel({ ...good, context: null }));
+  assert.throws(() => loadRankerModel({ ...good, context: undefined }), /context is missing/);
+  assert.throws(() => loadRankerModel({ ...good, context: { ...good.context, features: good.context.features.slice(1) } }), /context trained on features/);
+  assert.throws(() => loadRankerModel({ ...good, context: { ...good.context, k: 1 } }), /context\.k must be an integer ≥ 2/);
+  const bad = structuredClone(good);
+  bad.context.trees[0]!.feature[0] = CONTEXT_FEATURE_COUNT;
+  assert.throws(() => loadRankerModel(bad), /context tree 0 node 0: feature \d+ out of range/);
+});
+
+test("the second stage re-orders the first stage's top K and nothing below it, and scores never rise down the list", () => {
+  const doc = JSON.parse(fileOf(1)) as RankerModelFile;
+  const both = loadRankerModel(doc);
+  const first = loadRankerModel({ ...doc, context: null });
+  const k = doc.context!.k;
+  let moved = 0;
+  for (const g of data(5)) {
+    const a = rankOrder(first, g.features).order;
+    const { order, scores } = rankOrder(both, g.features);
+    assert.deepEqual(
+      [...order.slice(0, k)].sort((x, y) => x - y),
+      [...a.slice(0, k)].sort((x, y) => x - y),
+    );
+    assert.deepEqual(order.slice(k), a.slice(k));
+    for (let r = 1; r < order.length; r++) assert.ok(scores[order[r]!]! <= scores[order[r - 1]!]!);
+    if (order.some((i, r) => i !== a[r])) moved++;
+  }
+  assert.ok(moved > 0, "the second stage changes some order");
 });

@@ -5,17 +5,21 @@
  * feature ranges), and the trees add the interactions a sum cannot express: e.g. popularity counting for
  * a short generic query and much less for a long specific one.
  *
+ * A second stage (./context.ts) may re-score the first stage's top K with features that compare them
+ * with each other; rankOrder applies both.
+ *
  * The model file holds both parts, the feature names they were trained on, how they were trained and
  * what cross-validation measured. `npm run eval -- --tune` writes ./ranker-model.json (the versioned
  * artefact the core ships); loading refuses a file whose features are not FEATURES, in order, because a
  * weight or a tree's feature index would then read another feature.
  */
+import { CONTEXT_FEATURE_COUNT, CONTEXT_FEATURES, firstStageOrder, reorderTop, type ContextStage } from "./context.js";
 import { featureImportance, type Ensemble, type LambdaMartParams, type Tree } from "./lambdamart.js";
 import { FEATURES } from "./features.js";
 import type { LinearModel, LinearParams } from "./linear.js";
 
 export const RANKER_FORMAT = "reposearch-ranker";
-export const RANKER_FORMAT_VERSION = 2;
+export const RANKER_FORMAT_VERSION = 3;
 
 export interface RankerModelFile {
   readonly format: typeof RANKER_FORMAT;
@@ -27,6 +31,8 @@ export interface RankerModelFile {
   /** What it was trained on and what cross-validation measured (free-form, for people). */
   readonly training: Record<string, unknown>;
   readonly trees: readonly Tree[];
+  /** The second stage, or null: how many candidates it re-scores, its features after FEATURES, its trees. */
+  readonly context: { readonly k: number; readonly features: readonly string[]; readonly trees: readonly Tree[] } | null;
 }
 
 export class RankerModelError extends Error {
@@ -44,17 +50,38 @@ export interface RankerModel {
    */
   readonly importance: Float64Array;
   readonly training: Record<string, unknown>;
+  readonly context: ContextStage | null;
 }
 
 /** A ranker from its two parts (training and tests); loadRankerModel checks a file and calls this. */
-export function rankerModel(linear: LinearModel, trees: readonly Tree[], training: Record<string, unknown> = {}): RankerModel {
+export function rankerModel(
+  linear: LinearModel,
+  trees: readonly Tree[],
+  training: Record<string, unknown> = {},
+  context: { readonly k: number; readonly trees: readonly Tree[] } | null = null,
+): RankerModel {
   const ensemble: Ensemble = { featureCount: FEATURES.length, trees };
   const treeShare = featureImportance(ensemble);
   const abs = linear.weights.map(Math.abs);
   const total = abs.reduce((a, b) => a + b, 0) || 1;
   const half = trees.length ? 0.5 : 1;
   const importance = Float64Array.from(abs, (w, f) => half * (w / total) + (1 - half) * treeShare[f]!);
-  return { features: [...FEATURES], linear, ensemble, importance, training };
+  return {
+    features: [...FEATURES],
+    linear,
+    ensemble,
+    importance,
+    training,
+    context: context && { k: context.k, ensemble: { featureCount: CONTEXT_FEATURE_COUNT, trees: context.trees } },
+  };
+}
+
+/** A pool's order under both stages, best first, and each candidate's score (context.ts, reorderTop). */
+export function rankOrder(model: RankerModel, features: Float32Array, tie?: (a: number, b: number) => number): { order: number[]; scores: Float64Array } {
+  const scores = scoreRanker(model, features);
+  const order = firstStageOrder(scores, tie);
+  if (model.context === null || order.length < 2) return { order, scores };
+  return { order: reorderTop(model.context, features, scores, order), scores };
 }
 
 /**
@@ -160,7 +187,16 @@ export function loadRankerModel(doc: unknown, source = "ranker model"): RankerMo
   if (!linear.scale.every((s) => s > 0)) fail("linear.scale must be positive");
   const trees = Array.isArray(d.trees) ? d.trees : fail("trees is not an array");
   trees.forEach((t, i) => checkTree(t, i, FEATURES.length, fail));
-  return rankerModel(linear, trees, (d.training ?? {}) as Record<string, unknown>);
+  const ctx = d.context === undefined ? fail("context is missing (null for a model without a second stage)") : d.context;
+  if (ctx !== null) {
+    if (!Number.isInteger(ctx.k) || ctx.k < 2) fail(`context.k must be an integer ≥ 2 (got ${String(ctx.k)})`);
+    const names = Array.isArray(ctx.features) ? ctx.features : fail("context.features is not an array");
+    if (names.length !== CONTEXT_FEATURES.length || CONTEXT_FEATURES.some((f, i) => names[i] !== f))
+      fail(`context trained on features ${JSON.stringify(names)}, not the core's ${JSON.stringify(CONTEXT_FEATURES)}; retrain with \`npm run eval -- --tune\``);
+    const ctxTrees = Array.isArray(ctx.trees) ? ctx.trees : fail("context.trees is not an array");
+    ctxTrees.forEach((t, i) => checkTree(t, i, CONTEXT_FEATURE_COUNT, (why) => fail(`context ${why}`)));
+  }
+  return rankerModel(linear, trees, (d.training ?? {}) as Record<string, unknown>, ctx);
 }
 
 function checkTree(t: Tree, i: number, featureCount: number, fail: (why: string) => never): void {
@@ -184,6 +220,7 @@ export function toModelFile(
   trees: Ensemble,
   params: LambdaMartParams,
   training: Record<string, unknown>,
+  context: ContextStage | null = null,
 ): RankerModelFile {
   // Rounded to 6 significant digits: the file stays reviewable, and scores move by < 1e-5.
   const r = (xs: readonly number[]) => xs.map((x) => Number(x.toPrecision(6)));
@@ -196,5 +233,6 @@ export function toModelFile(
     params,
     training,
     trees: trees.trees,
+    context: context && { k: context.k, features: [...CONTEXT_FEATURES], trees: context.ensemble.trees },
   };
 }
