@@ -6,7 +6,7 @@
 import type { RepoPayload } from "../dataset/record.js";
 import { analyze, collapseWhitespace, stripMarkup } from "../text/analyzer.js";
 import type { AppliedFilters } from "./types.js";
-import { languageSaid, languageServes, ownWords, type QueryUnderstanding } from "./query.js";
+import { languageServes, saysLanguage, type QueryUnderstanding } from "./query.js";
 
 export const MAX_EVIDENCE = 3;
 export const MAX_SNIPPET_CHARS = 200;
@@ -184,7 +184,7 @@ export function buildEvidence(x: EvidenceInput): string[] {
   if (a.language !== null && p.language) facts.push(`language ${p.language} (filter)`);
   else if (x.understanding.language !== null && p.languageLc !== null && languageServes(x.understanding.language, p.languageLc))
     facts.push(`language ${p.language} (${p.languageLc === x.understanding.language ? "named in the query" : `the query names ${x.understanding.language}`})`);
-  else if (x.understanding.language !== null && languageSaid(x.understanding.language, ownWords(p)))
+  else if (x.understanding.language !== null && saysLanguage(p, x.understanding.language))
     facts.push(`${p.language ? `language ${p.language}, ` : ""}for ${x.understanding.language} in its own words`);
   if (p.stars !== null && (a.minStars !== null || a.maxStars !== null || p.stars >= 1000)) facts.push(`${groupThousands(p.stars)} stars`);
   if (a.topics.length) {

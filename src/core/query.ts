@@ -131,8 +131,25 @@ const ALIASES_OF: ReadonlyMap<string, readonly RegExp[]> = (() => {
 })();
 
 /** A repository's own words about what it is: the repository part of its name, its description and topics. */
-export function ownWords(p: Pick<RepoRecord, "name" | "description" | "topics">): string {
+function ownWords(p: OwnWords): string {
   return `${p.name.slice(p.name.indexOf("/") + 1)} ${p.description ?? ""} ${p.topics.join(" ")}`;
+}
+
+type OwnWords = Pick<RepoRecord, "name" | "description" | "topics">;
+/**
+ * saysLanguage's answers per repository and language, filled as searches ask: a repository is asked of
+ * a few languages at most (by ranking, for a repository not written in the query's language, and by its
+ * evidence), and payloads live as long as their index version.
+ */
+const saidCache = new WeakMap<OwnWords, Map<string, boolean>>();
+
+/** languageSaid of a repository's own words (ownWords), cached per repository and language. */
+export function saysLanguage(p: OwnWords, language: string): boolean {
+  let byLanguage = saidCache.get(p);
+  if (!byLanguage) saidCache.set(p, (byLanguage = new Map()));
+  let said = byLanguage.get(language);
+  if (said === undefined) byLanguage.set(language, (said = languageSaid(language, ownWords(p))));
+  return said;
 }
 
 /**

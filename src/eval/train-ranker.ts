@@ -136,9 +136,17 @@ export function trainContext(
   trees: Partial<LambdaMartParams>,
   ctx: ContextParams,
 ): ContextStage {
-  const groups = pools.map((p) => contextGroup(p, scores.get(p.id)!, ctx.k)).filter((g) => g.labels.some((l) => l > 0));
-  const init = Float64Array.from(groups.flatMap((g) => [...g.init]));
-  const ensemble = trainLambdaMart(groups, CONTEXT_FEATURE_COUNT, { params: { ...trees, trees: ctx.trees }, initScores: init });
+  return fitContext(
+    pools.map((p) => contextGroup(p, scores.get(p.id)!, ctx.k)),
+    trees,
+    ctx,
+  );
+}
+
+function fitContext(groups: readonly ContextGroup[], trees: Partial<LambdaMartParams>, ctx: ContextParams): ContextStage {
+  const taught = groups.filter((g) => g.labels.some((l) => l > 0));
+  const init = Float64Array.from(taught.flatMap((g) => [...g.init]));
+  const ensemble = trainLambdaMart(taught, CONTEXT_FEATURE_COUNT, { params: { ...trees, trees: ctx.trees }, initScores: init });
   return { k: ctx.k, ensemble };
 }
 
@@ -153,10 +161,11 @@ export function crossValidateContext(
   ctx: ContextParams,
 ): Map<string, string[]> {
   const out = new Map<string, string[]>();
+  // Each query's top K and its rows, built once for the ten folds' trainings.
+  const groups = new Map(pools.map((p) => [p.id, contextGroup(p, scores.get(p.id)!, ctx.k)]));
   for (const fold of [...new Set(pools.map((p) => p.fold))].sort()) {
-    const stage = trainContext(
-      pools.filter((p) => p.fold !== fold),
-      scores,
+    const stage = fitContext(
+      pools.filter((p) => p.fold !== fold).map((p) => groups.get(p.id)!),
       trees,
       ctx,
     );

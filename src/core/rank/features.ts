@@ -17,7 +17,7 @@ import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
 import { LEXICAL_FIELDS, queryWords } from "../../store/bm25f.js";
 import type { Explanation } from "../../store/types.js";
-import { asksForMany, headPhrase, languageNamed, languageSaid, languageServes, ownWords, type QueryUnderstanding } from "../query.js";
+import { asksForMany, headPhrase, languageNamed, languageServes, saysLanguage, type QueryUnderstanding } from "../query.js";
 
 export const FEATURES = [
   // query
@@ -185,7 +185,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.mentions] = facts.mentions;
     row[IX.pushed_gap] = facts.pushedMs === null ? -1 : (pushedTop - facts.pushedMs) / YEAR_MS;
     row[IX.archived] = p.isArchived === null ? -1 : p.isArchived ? 1 : 0;
-    row[IX.language_match] = languageMatch(u.language, p, facts);
+    row[IX.language_match] = languageMatch(u.language, p);
     row[IX.category_match] = p.category !== null && u.categories.includes(p.category) ? 1 : 0;
     row[IX.category_listy] = p.category === "curated-list" || p.category === "educational" ? 1 : 0;
     row[IX.description_words] = facts.descriptionWords;
@@ -238,11 +238,6 @@ interface PayloadFacts {
   readonly fame: number;
   readonly pushedMs: number | null;
   readonly descriptionWords: number;
-  /**
-   * languageSaid of its own words, by language, filled as searches ask (a repository is asked of a few
-   * languages at most, and only when it is not written in the one a query names).
-   */
-  languagesSaid?: Map<string, boolean>;
   /** Its own name and its aliases, analysed. */
   readonly names: readonly NameParts[];
   /** 1 when the owner is named after the repository (selfNamed), else 0. */
@@ -256,13 +251,10 @@ const factsCache = new WeakMap<RepoPayload, PayloadFacts>();
  * own words say that language though its code is in another (ruff, a Python linter written in Rust),
  * -1 when neither, 0 when the query names none or the repository's language is unknown.
  */
-function languageMatch(language: string | null, p: RepoPayload, facts: PayloadFacts): number {
+function languageMatch(language: string | null, p: RepoPayload): number {
   if (language === null) return 0;
   if (p.languageLc !== null && languageServes(language, p.languageLc)) return 1;
-  const saidBy = (facts.languagesSaid ??= new Map());
-  let said = saidBy.get(language);
-  if (said === undefined) saidBy.set(language, (said = languageSaid(language, ownWords(p))));
-  if (said) return 0.5;
+  if (saysLanguage(p, language)) return 0.5;
   return p.languageLc === null ? 0 : -1;
 }
 
