@@ -91,6 +91,30 @@ describe("understandQuery: the kind of repository a query asks for", () => {
     assert.equal(educational("book about distributed systems"), true);
     assert.equal(educational("course on building a web server"), true);
   });
+
+  it("a cue counts where it names the thing asked for, not where it qualifies another noun", () => {
+    const kinds = (q: string) => understandQuery(q).categories;
+    assert.deepEqual(kinds("open source flashcards app"), ["application"]);
+    assert.deepEqual(kinds("youtube app for android without ads"), ["application"]);
+    assert.deepEqual(kinds("web application security scanner"), []);
+    assert.deepEqual(kinds("mobile app automation testing"), []);
+    assert.deepEqual(kinds("typescript web application framework"), ["framework"]);
+    assert.deepEqual(kinds("template-based vulnerability scanner"), []);
+    assert.deepEqual(kinds("project template for flask"), ["starter"]);
+    assert.deepEqual(kinds("metrics collection agent"), []);
+    assert.deepEqual(kinds("coding agent for the terminal"), ["agent"]);
+  });
+
+  it("a package manager is a tool, a desktop or torrent client an application, an ebook library no code library", () => {
+    const kinds = (q: string) => understandQuery(q).categories;
+    assert.deepEqual(kinds("package manager for macos"), ["tool"]);
+    assert.deepEqual(kinds("python package for parsing dates"), ["library"]);
+    assert.deepEqual(kinds("bittorrent client"), ["application"]);
+    assert.deepEqual(kinds("git gui client"), ["application"]);
+    assert.deepEqual(kinds("redis client for node"), ["library"]);
+    assert.deepEqual(kinds("ebook library management"), ["application"]);
+    assert.deepEqual(kinds("javascript charting library"), ["library"]);
+  });
 });
 
 describe("languageSaid: a repository's own words say the language a query names", () => {

@@ -66,13 +66,26 @@ const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
     "educational",
     "learning material",
   ],
-  [/\bself[- ]hosted\b|\bapp(?:lication)?\b(?! (?:framework|server framework))|\bdashboard\b/, "application", "an application"],
-  [/\bboilerplate\b|\bstarter(?: kit| template)?\b|\btemplate\b|\bscaffold/, "starter", "a starter template"],
+  // Each cue counts where it names the thing asked for, not where it qualifies another noun: "flashcards
+  // app" and "app for android" ask for an application, "web application security scanner" and "app
+  // framework" do not; "template-based scanner" is no template, an "ebook library" no code library, a
+  // "metrics collection agent" no AI agent, a "package manager" a tool and a "desktop client" an
+  // application.
+  [
+    /\bself[- ]hosted\b|\bapp(?:lication)?\b(?=$|[,.;:!?)]| (?:for|with|that|which|in|on|to|written|without|and|or|like|from|using|built|based|by|of)\b)|\bdashboard\b|\b(?:gui|desktop|mobile|torrent|bittorrent|e-?mail|mail|irc|chat|music) clients?\b|\b(?:e-?book|music|comic|manga|audiobook) librar(?:y|ies)\b/,
+    "application",
+    "an application",
+  ],
+  [/\b(?:boilerplate|template)\b(?![- ](?:based|free|reduction))|\bstarter(?: kit| template)?\b|\bscaffold/, "starter", "a starter template"],
   [/\bplugins?\b|\bextensions?\b|\badd-?ons?\b/, "plugin", "a plugin or extension"],
-  [/\bcli\b|\bcommand[- ]line\b|\btool(?:s|ing)?\b|\blinter\b/, "tool", "a tool"],
-  [/\blibrar(?:y|ies)\b|\bpackage\b|\bsdk\b|\bclient\b/, "library", "a library"],
+  [/\bcli\b|\bcommand[- ]line\b|\btool(?:s|ing)?\b|\blinter\b|\bpackage managers?\b/, "tool", "a tool"],
+  [
+    /(?<!\b(?:e-?book|music|comic|manga|audiobook) )\blibrar(?:y|ies)\b|\bpackage\b(?! managers?\b)|\bsdk\b|(?<!\b(?:gui|desktop|mobile|torrent|bittorrent|e-?mail|mail|irc|chat|music) )\bclient\b/,
+    "library",
+    "a library",
+  ],
   [/\bframework\b/, "framework", "a framework"],
-  [/\bagents?\b|\bagentic\b|\bmcp\b/, "agent", "agents"],
+  [/(?<!\b(?:collection|monitoring|metrics|logging|telemetry|ssh|build|backup|deployment|update) )\bagents?\b|\bagentic\b|\bmcp\b/, "agent", "agents"],
 ];
 
 /** Head nouns that ask for a programming language itself. */
