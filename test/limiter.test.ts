@@ -25,6 +25,7 @@ function cfg(over: Partial<LimiterConfig["gateway"]["rateLimit"]> & { backend?: 
     gateway: {
       cacheBackend: over.backend ?? "redis",
       redisUrl: over.redisUrl ?? REDIS_URL,
+      redisCommandTimeoutMs: 500,
       rateLimit: {
         ipPerMinute: over.ipPerMinute ?? 30,
         accountPerMinute: over.accountPerMinute ?? 60,

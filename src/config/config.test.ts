@@ -39,6 +39,12 @@ test("DENSE_EF_SEARCH: 64 by default, separate from HNSW_EF_SEARCH, validated", 
   for (const bad of ["0", "7", "abc"]) assert.throws(() => loadConfig({ DENSE_EF_SEARCH: bad }), ConfigError);
 });
 
+test("REDIS_COMMAND_TIMEOUT_MS: 500 by default, validated", () => {
+  assert.equal(loadConfig({}).gateway.redisCommandTimeoutMs, 500);
+  assert.equal(loadConfig({ REDIS_COMMAND_TIMEOUT_MS: "5000" }).gateway.redisCommandTimeoutMs, 5000);
+  for (const bad of ["0", "9", "60001", "slow"]) assert.throws(() => loadConfig({ REDIS_COMMAND_TIMEOUT_MS: bad }), ConfigError);
+});
+
 test("CORE_AUTH_TOKENS: name=token pairs; a bad entry is named by position, never by its token", () => {
   const good = loadConfig({
     CORE_AUTH_TOKENS: " gateway=gw-token-0123456789abcdefghij , batch-jobs=bj-token-0123456789abcdefghij",

@@ -116,6 +116,7 @@ const envSchema = z.object({
   DATABASE_URL: z.string().min(1).default("postgres://postgres@127.0.0.1:5432/test"),
   CACHE_BACKEND: z.enum(["memory", "redis"]).default("memory"),
   REDIS_URL: z.string().min(1).default("redis://127.0.0.1:6379"),
+  REDIS_COMMAND_TIMEOUT_MS: int(10, 60_000).default(500),
   RATE_LIMIT_IP_PER_MINUTE: int(1, 1_000_000_000).default(30),
   RATE_LIMIT_ACCOUNT_PER_MINUTE: int(1, 1_000_000_000).default(60),
   RATE_LIMIT_FAIL_MODE: z.enum(["closed", "open"]).default("closed"),
@@ -370,6 +371,11 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
   },
   CACHE_BACKEND: { section: "Gateway: ledger, cache and limits", default: "`memory`", meaning: "`memory` or `redis`: rate-limit counters and the query cache" },
   REDIS_URL: { section: "Gateway: ledger, cache and limits", default: "`redis://127.0.0.1:6379`", meaning: "Redis (when `CACHE_BACKEND=redis`)" },
+  REDIS_COMMAND_TIMEOUT_MS: {
+    section: "Gateway: ledger, cache and limits",
+    default: "`500`",
+    meaning: "deadline of each Redis command; a slower answer counts as Redis down (`RATE_LIMIT_FAIL_MODE` decides what follows)",
+  },
   RATE_LIMIT_IP_PER_MINUTE: { section: "Gateway: ledger, cache and limits", default: "`30`", meaning: "per-IP limit on every request, before authentication" },
   RATE_LIMIT_ACCOUNT_PER_MINUTE: { section: "Gateway: ledger, cache and limits", default: "`60`", meaning: "per-account limit on search" },
   RATE_LIMIT_FAIL_MODE: {
@@ -585,6 +591,8 @@ export interface Config {
     /** Store of rate-limit counters and the query cache. */
     readonly cacheBackend: "memory" | "redis";
     readonly redisUrl: string;
+    /** Deadline of each Redis command: a slower answer counts as the store being down. */
+    readonly redisCommandTimeoutMs: number;
     readonly rateLimit: {
       readonly ipPerMinute: number;
       readonly accountPerMinute: number;
@@ -806,6 +814,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       databaseUrl: e.DATABASE_URL,
       cacheBackend: e.CACHE_BACKEND,
       redisUrl: e.REDIS_URL,
+      redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
       rateLimit: {
         ipPerMinute: e.RATE_LIMIT_IP_PER_MINUTE,
         accountPerMinute: e.RATE_LIMIT_ACCOUNT_PER_MINUTE,

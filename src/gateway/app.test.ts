@@ -386,6 +386,7 @@ test("per-IP limit with the real memory limiter: the 31st request in a minute is
       gateway: {
         cacheBackend: "memory",
         redisUrl: "redis://127.0.0.1:1",
+        redisCommandTimeoutMs: 500,
         rateLimit: { ipPerMinute: 30, accountPerMinute: 60, failMode: "closed", failOpenPerMinute: 600 },
       },
     },

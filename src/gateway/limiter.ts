@@ -47,13 +47,11 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
-export type LimiterConfig = { readonly gateway: Pick<Config["gateway"], "cacheBackend" | "redisUrl" | "rateLimit"> };
+export type LimiterConfig = { readonly gateway: Pick<Config["gateway"], "cacheBackend" | "redisUrl" | "redisCommandTimeoutMs" | "rateLimit"> };
 
 export interface LimiterOptions {
   /** Shared by every gateway process that must count together. Default "reposearch:rl". */
   readonly keyPrefix?: string;
-  /** Per-command deadline on Redis; a slow store counts as down. Default 500 ms. */
-  readonly commandTimeoutMs?: number;
   /** How long createLimiter waits for the first Redis connection before returning anyway. Default 2000 ms. */
   readonly connectWaitMs?: number;
   /** Timeout of the PING in cacheHealth. Default 1000 ms. */
@@ -169,7 +167,8 @@ export async function createLimiter(config: LimiterConfig, logger: Logger, opts:
   const redis = new Redis(config.gateway.redisUrl, {
     // Fail fast instead of queueing while disconnected: a queued request would wait on a dead store.
     enableOfflineQueue: false,
-    commandTimeout: opts.commandTimeoutMs ?? 500,
+    // A slow store counts as down (REDIS_COMMAND_TIMEOUT_MS).
+    commandTimeout: config.gateway.redisCommandTimeoutMs,
     connectTimeout: 1_000,
     maxRetriesPerRequest: 0,
     retryStrategy: (times: number) => Math.min(times * 200, 2_000),
