@@ -56,6 +56,11 @@ const LANGUAGE_ALIASES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b(?:r language|in r\b|r package)/, "r"],
 ];
 
+/** Kinds of client that are applications ("git gui client"), where any other client is a library ("http client"). */
+const APP_CLIENT = "(?:gui|desktop|mobile|torrent|bittorrent|e-?mail|mail|irc|chat|music)";
+/** Libraries of media ("ebook library"): applications that manage a collection, not code libraries. */
+const MEDIA_LIBRARY = "(?:e-?book|music|comic|manga|audiobook)";
+
 const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
   [/\bawesome(?:[- ]lists?)?\b|\bcurated (?:list|collection)\b|\blist of (?:resources|tools|libraries)\b/, "curated-list", "a curated list"],
   // "learning" names learning material, except as a kind of machine learning ("deep learning framework").
@@ -72,7 +77,9 @@ const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
   // "metrics collection agent" no AI agent, a "package manager" a tool and a "desktop client" an
   // application.
   [
-    /\bself[- ]hosted\b|\bapp(?:lication)?\b(?=$|[,.;:!?)]| (?:for|with|that|which|in|on|to|written|without|and|or|like|from|using|built|based|by|of)\b)|\bdashboard\b|\b(?:gui|desktop|mobile|torrent|bittorrent|e-?mail|mail|irc|chat|music) clients?\b|\b(?:e-?book|music|comic|manga|audiobook) librar(?:y|ies)\b/,
+    new RegExp(
+      `\\bself[- ]hosted\\b|\\bapp(?:lication)?\\b(?=$|[,.;:!?)]| (?:for|with|that|which|in|on|to|written|without|and|or|like|from|using|built|based|by|of)\\b)|\\bdashboard\\b|\\b${APP_CLIENT} clients?\\b|\\b${MEDIA_LIBRARY} librar(?:y|ies)\\b`,
+    ),
     "application",
     "an application",
   ],
@@ -80,7 +87,7 @@ const KIND_CUES: ReadonlyArray<readonly [RegExp, Category, string]> = [
   [/\bplugins?\b|\bextensions?\b|\badd-?ons?\b/, "plugin", "a plugin or extension"],
   [/\bcli\b|\bcommand[- ]line\b|\btool(?:s|ing)?\b|\blinter\b|\bpackage managers?\b/, "tool", "a tool"],
   [
-    /(?<!\b(?:e-?book|music|comic|manga|audiobook) )\blibrar(?:y|ies)\b|\bpackage\b(?! managers?\b)|\bsdk\b|(?<!\b(?:gui|desktop|mobile|torrent|bittorrent|e-?mail|mail|irc|chat|music) )\bclient\b/,
+    new RegExp(`(?<!\\b${MEDIA_LIBRARY} )\\blibrar(?:y|ies)\\b|\\bpackage\\b(?! managers?\\b)|\\bsdk\\b|(?<!\\b${APP_CLIENT} )\\bclient\\b`),
     "library",
     "a library",
   ],

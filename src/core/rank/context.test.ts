@@ -32,41 +32,23 @@ test("context features compare each of the top K with the others of the top K", 
   const rows = contextRows(features, scores, top);
   assert.equal(rows.length, 3 * CONTEXT_FEATURE_COUNT);
   const v = (r: number, c: number) => rows[r * CONTEXT_FEATURE_COUNT + c]!;
+  /** One context feature of the three rows. */
+  const column = (name: string) => [0, 1, 2].map((r) => v(r, ctx(name)));
   // rows are float32
   const rank = (r: number) => Math.fround(Math.log2(2 + r));
+  const missing = Math.fround(Math.log2(2 + 256));
   // the FEATURES row is copied first
   assert.equal(v(1, at("stars")), 9);
-  assert.deepEqual(
-    [0, 1, 2].map((r) => v(r, ctx("s1_gap"))),
-    [0, 0.5, 2],
-  );
-  assert.deepEqual(
-    [0, 1, 2].map((r) => v(r, ctx("s1_rank"))),
-    [rank(0), rank(1), rank(2)],
-  );
+  assert.deepEqual(column("s1_gap"), [0, 0.5, 2]);
+  assert.deepEqual(column("s1_rank"), [rank(0), rank(1), rank(2)]);
   // candidate 3 (12 stars) is not in the top K, so candidate 2 is the most starred of it
-  assert.deepEqual(
-    [0, 1, 2].map((r) => v(r, ctx("top_stars_rank"))),
-    [rank(2), rank(1), rank(0)],
-  );
-  assert.deepEqual(
-    [0, 1, 2].map((r) => v(r, ctx("top_stars_gap"))),
-    [3, 2, 0],
-  );
-  assert.deepEqual(
-    [0, 1, 2].map((r) => v(r, ctx("top_fame_rank"))),
-    [rank(1), rank(2), rank(0)],
-  );
+  assert.deepEqual(column("top_stars_rank"), [rank(2), rank(1), rank(0)]);
+  assert.deepEqual(column("top_stars_gap"), [3, 2, 0]);
+  assert.deepEqual(column("top_fame_rank"), [rank(1), rank(2), rank(0)]);
   // among those that say the head noun, candidate 1 is the most starred; candidate 2 is outside the group
-  assert.deepEqual(
-    [0, 1, 2].map((r) => v(r, ctx("top_said_stars_rank"))),
-    [rank(1), rank(0), Math.fround(Math.log2(2 + 256))],
-  );
+  assert.deepEqual(column("top_said_stars_rank"), [rank(1), rank(0), missing]);
   // coverage ≥ 0.75 of the top K's best (1.0): candidates 0 and 1
-  assert.deepEqual(
-    [0, 1, 2].map((r) => v(r, ctx("top_covered_stars_rank"))),
-    [rank(1), rank(0), Math.fround(Math.log2(2 + 256))],
-  );
+  assert.deepEqual(column("top_covered_stars_rank"), [rank(1), rank(0), missing]);
 });
 
 test("reorderTop re-sorts the top K by the stage's correction and caps the scores below it", () => {

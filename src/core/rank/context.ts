@@ -13,7 +13,7 @@
  * trees: head hit@3 / MRR 0.817 / 0.743 → 0.829 / 0.757, dev nDCG@10 / MRR 0.256 / 0.462 → 0.256 /
  * 0.463; K 10, 20 and 30 did no better (docs/ranking.md, section 4).
  */
-import { FEATURES } from "./features.js";
+import { FEATURE_COUNT, FEATURE_INDEX as IX, MISSING_RANK, WELL_MATCHED } from "./features.js";
 import { scoreRows, type Ensemble } from "./lambdamart.js";
 
 /** Features of a candidate among the first stage's top K, after the FEATURES row (rank features are log2(2 + rank)). */
@@ -27,11 +27,11 @@ export const CONTEXT_FEATURES = [
   // its rank by fame (stars and mentions) among the top K
   "top_fame_rank",
   // its stars' rank among the top K that say the query's head noun, and among those that cover the
-  // query nearly as well as the best of the top K
+  // query nearly as well as the best of the top K (WELL_MATCHED of its coverage)
   "top_said_stars_rank",
   "top_covered_stars_rank",
 ] as const;
-export const CONTEXT_FEATURE_COUNT = FEATURES.length + CONTEXT_FEATURES.length;
+export const CONTEXT_FEATURE_COUNT = FEATURE_COUNT + CONTEXT_FEATURES.length;
 
 /** The second stage of a ranker: how many first-stage candidates it re-scores, and its trees. */
 export interface ContextStage {
@@ -39,12 +39,9 @@ export interface ContextStage {
   readonly ensemble: Ensemble;
 }
 
-const F = FEATURES.length;
-const IX = Object.fromEntries(FEATURES.map((f, i) => [f, i])) as Record<(typeof FEATURES)[number], number>;
-/** Rank given to a candidate outside the group ranked (as in features.ts). */
-const MISSING = Math.log2(2 + 256);
-/** Covers the query "nearly as well" as the best of the top K (features.ts, WELL_MATCHED). */
-const WELL_COVERED = 0.75;
+const F = FEATURE_COUNT;
+/** Rank given to a candidate outside the group ranked. */
+const MISSING = Math.log2(2 + MISSING_RANK);
 
 /** Candidate indexes by first-stage score, best first; ties by `tie` (default: index), for determinism. */
 export function firstStageOrder(scores: ArrayLike<number>, tie: (a: number, b: number) => number = (a, b) => a - b): number[] {
@@ -71,7 +68,7 @@ export function contextRows(features: Float32Array, scores: ArrayLike<number>, t
   const byStars = rankAmong(top, stars, () => true);
   const byFame = rankAmong(top, fame, () => true);
   const saidByStars = rankAmong(top, stars, (i) => at(i, IX.head_said) === 1);
-  const coveredByStars = rankAmong(top, stars, (i) => at(i, IX.coverage) >= WELL_COVERED * coverageTop);
+  const coveredByStars = rankAmong(top, stars, (i) => at(i, IX.coverage) >= WELL_MATCHED * coverageTop);
   const best = scores[top[0]!]!;
   top.forEach((i, r) => {
     const o = r * G;

@@ -75,14 +75,16 @@ export const FEATURES = [
 ] as const;
 export type FeatureName = (typeof FEATURES)[number];
 export const FEATURE_COUNT = FEATURES.length;
-const IX = Object.fromEntries(FEATURES.map((f, i) => [f, i])) as Record<FeatureName, number>;
+/** Each feature's column in a row. */
+export const FEATURE_INDEX = Object.fromEntries(FEATURES.map((f, i) => [f, i])) as Readonly<Record<FeatureName, number>>;
+const IX = FEATURE_INDEX;
 
 /**
  * A candidate "matches well" when its coverage of the query is at least this share of the pool's best;
  * fame_rank ranks those by fame (stars and mentions): the everyday answer to a head query is usually
  * the best-known project among the ones that say what was asked.
  */
-const WELL_MATCHED = 0.75;
+export const WELL_MATCHED = 0.75;
 /**
  * The same for meaning: dense_fame_rank ranks by fame the candidates whose cosine is at least this
  * share of the pool's best. A famous project whose own words miss the query ("Official mirror of
@@ -91,7 +93,7 @@ const WELL_MATCHED = 0.75;
 const WELL_MEANT = 0.9;
 
 /** Rank given to a candidate a retriever did not return (one past its list). */
-const MISSING_RANK = 256;
+export const MISSING_RANK = 256;
 const YEAR_MS = 365.25 * 24 * 3600 * 1000;
 
 export interface RankCandidate {
