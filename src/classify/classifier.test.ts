@@ -74,6 +74,43 @@ describe("rules: precision of the hidden categories", () => {
     assert.notEqual(categoryOf("someone/pdf-translate", "[EMNLP 2025 Demo] PDF scientific paper translation with preserved formats"), "educational");
     assert.equal(categoryOf("someone/pycon-ts", "PyCon 2017 tutorial on time series analysis"), "educational");
   });
+  it("topics alone never hide: the repository's own words must say list or course too", () => {
+    const hidden = new Set<Category | null>(["curated-list", "educational"]);
+    assert.ok(!hidden.has(categoryOf("someone/grist", "Grist is the evolution of spreadsheets.", { topics: ["awesome", "database"] })));
+    assert.ok(!hidden.has(categoryOf("someone/circuit", "A Python implementation for microcontrollers", { topics: ["education", "beginner"] })));
+    // the same topics beside a description that names a list or course still hide
+    assert.equal(categoryOf("someone/go-links", "Links to Go resources", { topics: ["awesome", "awesome-list"] }), "curated-list");
+    assert.equal(categoryOf("someone/k8s-course", "Course materials for Kubernetes", { topics: ["education"] }), "educational");
+  });
+  it("a workshop or playground that makes something is a tool, not a course", () => {
+    assert.notEqual(categoryOf("someone/storybook", "The industry standard workshop for building, documenting, and testing UI components"), "educational");
+    assert.notEqual(categoryOf("someone/dalle-playground", "A playground to generate images from any text prompt"), "educational");
+    assert.equal(categoryOf("someone/testing-workshop", "A workshop for learning how to test JavaScript applications"), "educational");
+    assert.equal(categoryOf("someone/agents-tutorials", "Tutorials for building production-grade AI agents"), "educational");
+  });
+  it("'build your own' alone is a product's slogan; with a guide or course around it, teaching", () => {
+    assert.notEqual(categoryOf("someone/titiler", "Build your own raster dynamic map tile services"), "educational");
+    assert.equal(categoryOf("someone/diy-cnc", "How to build your own CNC machine from scratch"), "educational");
+    assert.equal(categoryOf("someone/build-your-own-x", "Build your own (insert technology here)"), "educational");
+  });
+  it("a list or course noun far into a product's description is a use, not what it is", () => {
+    const swe =
+      "SWE-agent takes a GitHub issue and tries to automatically fix it, using your LM of choice. It can also be employed for offensive cybersecurity or competitive coding challenges.";
+    assert.notEqual(categoryOf("someone/swe-agent", swe), "educational");
+    assert.equal(categoryOf("someone/go-challenges", "Coding challenges for Go developers, with solutions"), "educational");
+  });
+  it("a description that opens as a list of resources is a list; a tool that handles a list of things is not", () => {
+    assert.equal(categoryOf("someone/gobooks", "List of Golang books"), "curated-list");
+    assert.equal(categoryOf("someone/ql-plugins", "List of useful Quick Look plugins for developers"), "curated-list");
+    assert.notEqual(categoryOf("someone/ffmpeg-concat", "Concats a list of videos together using ffmpeg with OpenGL transitions"), "curated-list");
+    assert.notEqual(categoryOf("someone/dorker", "SuperDorker gives you a huge list of websites from Google dorks"), "curated-list");
+    // the name's plural nouns are then the list's items, as in an awesome-* repository
+    assert.equal(
+      categoryOf("someone/open-source-ios-apps", "Collaborative List of Open-Source iOS Apps", { topics: ["ios", "awesome", "app", "game"] }),
+      "curated-list",
+    );
+    assert.equal(categoryOf("someone/ios-apps", "iOS apps for reading RSS feeds", { topics: ["ios", "app"] }), "application");
+  });
 });
 
 describe("rules: abstention and determinism", () => {

@@ -36,6 +36,13 @@ const HIDDEN_MIN_RATIO = 1.3;
  * kubernetes resources") counts only partly against it; rival form evidence ("library") counts fully.
  */
 const HIDDEN_DOMAIN_RIVAL = 0.25;
+/**
+ * A hidden category also needs this much evidence from the repository's own words (description, name,
+ * README; either hidden category's cues count), not only from its topics: products tag themselves
+ * "awesome" or "education" (Grist, HumHub, CircuitPython) the way lists and courses do, and one such
+ * topic weighs 5, enough to hide them on its own.
+ */
+const HIDDEN_MIN_TEXT = 2;
 /** Rule scores this close are a tie; the embedding (when available) or the priority order decides. */
 const TIE_MARGIN = 0.75;
 /**
@@ -288,7 +295,19 @@ export async function createClassifier(embedder?: Embedder): Promise<Classifier>
         rulesFingerprint(),
         PROTOTYPE_TEXTS,
         embedder?.id ?? null,
-        [MIN_SCORE, HIDDEN_MIN_SCORE, HIDDEN_MIN_RATIO, HIDDEN_DOMAIN_RIVAL, TIE_MARGIN, EMB_MIN_SIM, EMB_MIN_MARGIN, EMB_ALONE_MIN_MARGIN, EMB_VOTE, PRIORITY],
+        [
+          MIN_SCORE,
+          HIDDEN_MIN_SCORE,
+          HIDDEN_MIN_RATIO,
+          HIDDEN_DOMAIN_RIVAL,
+          HIDDEN_MIN_TEXT,
+          TIE_MARGIN,
+          EMB_MIN_SIM,
+          EMB_MIN_MARGIN,
+          EMB_ALONE_MIN_MARGIN,
+          EMB_VOTE,
+          PRIORITY,
+        ],
       ]),
     ).slice(0, 12);
 
@@ -338,7 +357,9 @@ export async function createClassifier(embedder?: Embedder): Promise<Classifier>
         rivalCat = o;
       }
     }
-    if (scores[hidden]! >= HIDDEN_MIN_SCORE && scores[hidden]! >= HIDDEN_MIN_RATIO * rival) return decided(hidden, rivalCat, "");
+    let text = 0;
+    for (const e of evidence) if (HIDDEN.has(e.cat) && e.field !== "topic") text += e.w;
+    if (scores[hidden]! >= HIDDEN_MIN_SCORE && scores[hidden]! >= HIDDEN_MIN_RATIO * rival && text >= HIDDEN_MIN_TEXT) return decided(hidden, rivalCat, "");
 
     // Otherwise the best visible category; a near-tie with the runner-up goes to the embedding.
     const visible = ranked.filter((c) => !HIDDEN.has(CATEGORIES[c]!));

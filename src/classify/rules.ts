@@ -23,8 +23,11 @@
 import { CATEGORIES, type Category } from "../dataset/record.js";
 import type { Features } from "./features.js";
 
-/** Bump whenever any table or weight below changes: it is part of the classifier id, so the index re-classifies. */
-export const RULES_VERSION = "rules-3";
+/**
+ * Bump whenever any table, weight or scoring rule below changes: it is part of the classifier id, so the
+ * index re-classifies. The fingerprint (rulesFingerprint) catches a forgotten bump for tables, not for code.
+ */
+export const RULES_VERSION = "rules-4";
 
 type Kind = "form" | "weak" | "domain" | "neutral";
 interface Cue {
@@ -126,7 +129,7 @@ const DESC_ROWS: Row[] = [
     "educational",
     5,
     "form",
-    "course materials|course material|crash course|interview questions|lecture notes|study notes|learning notes|learning path|learning material|code samples|sample code|build your own|for beginners|coding interview|interview preparation|self study",
+    "course materials|course material|crash course|interview questions|lecture notes|study notes|learning notes|learning path|learning material|code samples|sample code|for beginners|coding interview|interview preparation|self study",
   ],
   [
     "educational",
@@ -139,7 +142,7 @@ const DESC_ROWS: Row[] = [
     "educational",
     3.5,
     "form",
-    "introduction to|intro to|beginner|beginners|step by step|design patterns|best practices|explained|learn how to|hands on|teaching",
+    "introduction to|intro to|beginner|beginners|step by step|build your own|design patterns|best practices|explained|learn how to|hands on|teaching",
   ],
   ["educational", 3, "form", "learn|assignments|quiz|education|educational|students|learners"],
   ["educational", 4, "weak", "book"],
@@ -644,6 +647,19 @@ const OBJECT_WORDS = new Set(
   ).split(" "),
 );
 const OBJECT_WINDOW = 3;
+/** Verbs that take a list as their object ("gives you a huge list of", "displays a list of") besides OBJECT_WORDS. */
+const LIST_VERBS = new Set(
+  "to you get gets display displays show shows give gives print prints output outputs produce produces concat concats transform transforms distribute distributes".split(
+    " ",
+  ),
+);
+/** Whether a verb or preposition comes within OBJECT_WINDOW words before character `at` of the joined tokens. */
+function afterObjectWord(joined: string, at: number): boolean {
+  const before = joined.slice(0, at).trim().split(" ").slice(-OBJECT_WINDOW);
+  return before.some((w) => OBJECT_WORDS.has(w) || LIST_VERBS.has(w));
+}
+/** A hidden-category noun can be the description's head only among its first this many tokens (README: no limit). */
+const HIDDEN_HEAD_WINDOW = 20;
 
 /** Categories excluded from default search: a wrong answer hides a real project, so they need more evidence. */
 export const HIDDEN_CATEGORIES: ReadonlySet<Category | null> = new Set<Category>(["curated-list", "educational"]);
@@ -653,6 +669,18 @@ export const HIDDEN_CATEGORIES: ReadonlySet<Category | null> = new Set<Category>
  * "Tutorials, tools, and more" the comma is gone from the tokens, and the plural is a list of things.
  */
 const TOOL_HEADS = new Set("tool editor viewer reader client cli engine server manager generator player browser library framework extension plugin".split(" "));
+/**
+ * Hidden-category nouns that also name a tool figuratively: "the industry standard workshop *for building*
+ * UI components" (Storybook), "a playground *to generate* images". Followed by "for"/"to" and a making
+ * verb, they are what the repository is for, not a course. Nouns that are only ever teaching ("tutorials
+ * for building agents") are not in the set.
+ */
+const FIGURATIVE = new Set(["workshop", "playground", "playgrounds", "showcase"]);
+const MAKING_VERBS = new Set(
+  "build building create creating develop developing generate generating make making manage managing run running deploy deploying design designing edit editing track tracking host hosting automate automating".split(
+    " ",
+  ),
+);
 const ML_VENUES = [
   "cvpr",
   "iccv",
@@ -682,8 +710,10 @@ const VENUE_TOKEN_RE = new RegExp(`^(${ML_VENUES.join("|")})\\d*$`);
  * of them tools or research code by a reading of each; on the labelled sample, one tool.
  */
 function hiddenCueIsSubject(tokens: readonly string[], pos: number, phrase: string): boolean {
-  const after = tokens[pos + phrase.split(" ").length];
+  const end = pos + phrase.split(" ").length;
+  const after = tokens[end];
   if (after !== undefined && TOOL_HEADS.has(after)) return true;
+  if (FIGURATIVE.has(phrase) && (after === "for" || after === "to") && MAKING_VERBS.has(tokens[end + 1] ?? "")) return true;
   for (let j = Math.max(0, pos - 2); j < pos; j++) if (VENUE_TOKEN_RE.test(tokens[j]!)) return true;
   return false;
 }
@@ -714,7 +744,12 @@ interface Pattern {
   readonly pre: readonly string[];
   readonly re: RegExp;
   readonly label: string;
+  /** Counts only when no verb or preposition comes just before the match: "a list of games", not "concats a list of videos". */
+  readonly subjectOnly?: boolean;
 }
+/** What a directory or list enumerates ("a list of *games*", "an index of *papers*"), as a regex alternation. */
+const LISTED_KINDS =
+  "resources|links|libraries|tools|projects|software|apps|applications|frameworks|packages|plugins|extensions|papers|articles|books|courses|tutorials|talks|videos|blogs|podcasts|websites|sites|datasets|apis|companies|people|repositories|repos|servers|games|themes|services|alternatives|materials|references|newsletters|conferences|communities";
 const DESC_PATTERNS: readonly Pattern[] = [
   {
     cat: "educational",
@@ -746,8 +781,17 @@ const DESC_PATTERNS: readonly Pattern[] = [
     w: 4,
     kind: "form",
     pre: [" of "],
-    re: /\b(directory|catalog|catalogue|compilation|roundup|index) of (\S+ ){0,3}?(resources|links|libraries|tools|projects|software|apps|applications|frameworks|packages|plugins|extensions|papers|articles|books|courses|tutorials|talks|videos|blogs|podcasts|websites|sites|datasets|apis|companies|people|repositories|repos|servers|games|themes|services|alternatives|materials|references|newsletters|conferences|communities)\b/,
+    re: new RegExp(`\\b(directory|catalog|catalogue|compilation|roundup|index) of (\\S+ ){0,3}?(${LISTED_KINDS})\\b`),
     label: "directory of resources",
+  },
+  {
+    cat: "curated-list",
+    w: 4,
+    kind: "form",
+    pre: ["list of ", "lists of ", "listing of "],
+    re: new RegExp(`\\b(list|lists|listing) of (\\S+ ){0,3}?(${LISTED_KINDS})\\b`),
+    label: "list of resources",
+    subjectOnly: true,
   },
   {
     cat: "curated-list",
@@ -904,7 +948,14 @@ function hasAiContext(f: Features): boolean {
  * context (an awesome-* repository) plural form nouns name the list's items ("Plugins, themes and
  * resources for X"), so they count as subject matter, and a plural head counts for the list.
  */
-function scoreProse(tokens: readonly string[], text: string, into: FieldScore, ai: () => boolean, listContext: boolean): void {
+function scoreProse(
+  tokens: readonly string[],
+  text: string,
+  into: FieldScore,
+  ai: () => boolean,
+  listContext: boolean,
+  hiddenHeadWindow: number,
+): Category | null {
   let headTaken = false;
   let headCat: Category | null = null;
   for (const { cue, pos } of scan(tokens, DESC_LEX)) {
@@ -927,7 +978,9 @@ function scoreProse(tokens: readonly string[], text: string, into: FieldScore, a
       else if (cue.kind === "form") into.add(cue.cat, cue.w * OBJECT_FACTOR, cue.phrase, true);
       continue;
     }
-    const isHead = !headTaken;
+    // A course or list says so early; the same noun far into a product's description is a use or a
+    // feature ("… can also be employed for competitive coding challenges", "… from speaker notes").
+    const isHead = !headTaken && !(HIDDEN_CATEGORIES.has(cue.cat) && pos >= hiddenHeadWindow);
     headTaken = true;
     if (isHead) headCat = cue.cat;
     if (cue.kind === "weak" && !isHead) continue; // a passing mention ("a library, with examples")
@@ -944,7 +997,11 @@ function scoreProse(tokens: readonly string[], text: string, into: FieldScore, a
     into.add(cue.cat, cue.w * (isHead ? HEAD_BONUS : NON_HEAD_FACTOR), cue.phrase, true);
   }
   const joined = tokens.join(" ");
-  for (const p of DESC_PATTERNS) if (p.pre.some((x) => joined.includes(x)) && p.re.test(joined)) into.add(p.cat, p.w, p.label, p.kind !== "domain");
+  for (const p of DESC_PATTERNS) {
+    if (!p.pre.some((x) => joined.includes(x))) continue;
+    const m = p.re.exec(joined);
+    if (m && !(p.subjectOnly && afterObjectWord(joined, m.index))) into.add(p.cat, p.w, p.label, p.kind !== "domain");
+  }
   if (CJK_RE.test(text)) {
     for (const [cat, w, re] of CJK_RULES) {
       const m = re.exec(text);
@@ -959,6 +1016,7 @@ function scoreProse(tokens: readonly string[], text: string, into: FieldScore, a
       nouns++;
     }
   if (nouns >= ENUMERATION_MIN) into.add("curated-list", 3, "enumerates resources", false);
+  return headCat;
 }
 
 function scoreTerse(cues: Iterable<Cue>, into: FieldScore, ai: () => boolean, listContext = false): void {
@@ -979,10 +1037,13 @@ export function ruleScores(f: Features): RuleResult {
 
   const awesomeName = AWESOME_NAME_RE.test(f.repo);
   const desc = new FieldScore("desc");
-  scoreProse(f.descTokens, f.desc, desc, ai, awesomeName);
+  const descHead = scoreProse(f.descTokens, f.desc, desc, ai, awesomeName, HIDDEN_HEAD_WINDOW);
 
+  // A description that opens as a list makes the name's plural nouns its items, as awesome-* does:
+  // "open-source-ios-apps", "Collaborative List of Open-Source iOS Apps".
+  const listName = awesomeName || descHead === "curated-list";
   const name = new FieldScore("name");
-  for (const m of scan(f.nameTokens, NAME_LEX)) scoreTerse([m.cue], name, ai, awesomeName);
+  for (const m of scan(f.nameTokens, NAME_LEX)) scoreTerse([m.cue], name, ai, listName);
   if (f.nameTokens.length > 0 && /^lib[a-z0-9]{2,}$/.test(f.nameTokens[0]!)) name.add("library", 2.5, "lib*", true);
   if (awesomeName) {
     // Decisive on its own only when nothing in the description or name says it is something else.
@@ -1001,7 +1062,8 @@ export function ruleScores(f: Features): RuleResult {
 
   if (f.readmeRaw) {
     const readme = new FieldScore("readme");
-    scoreProse(f.readmeTokens, f.readme, readme, ai, awesomeName);
+    // The README lead opens with badges and headings; its first words are not a head the way a description's are.
+    scoreProse(f.readmeTokens, f.readme, readme, ai, awesomeName, Infinity);
     if (AWESOME_BADGE_RE.test(f.readmeRaw)) readme.add("curated-list", 8, "awesome badge", true);
     const bullets = f.readmeRaw.match(BULLET_LINK_RE)?.length ?? 0;
     if (bullets >= 8) readme.add("curated-list", 4, "bullet links", true);
@@ -1023,6 +1085,7 @@ export function rulesFingerprint(): string {
     HEAD_BONUS,
     NON_HEAD_FACTOR,
     OBJECT_FACTOR,
+    HIDDEN_HEAD_WINDOW,
     README_FACTOR,
     FIELD_CAP,
     ENUMERATION_MIN,
