@@ -366,6 +366,24 @@ test("tier 6 joins a name gone stale to the organisation named after the project
   );
   assert.equal(movedHome(umamiOld, umamiNew), true);
   assert.equal(movedHome(umamiNew, umamiOld), false, "the newer name is the one that stays");
+  // a rewritten description meets the old one's words in another form ("testing UI components", "component dev & test")
+  const storybookOld = seen(
+    "storybooks/storybook",
+    "UI component dev & test: React, Vue, Angular, React Native, Ember, Web Components & more!",
+    38_241,
+    3_092,
+    "JavaScript",
+    "2019-05-30",
+  );
+  const storybookNew = seen(
+    "storybookjs/storybook",
+    "Storybook is the industry standard workshop for building, documenting, and testing UI components in isolation",
+    90_892,
+    10_391,
+    "TypeScript",
+    "2026-08-22",
+  );
+  assert.equal(movedHome(storybookOld, storybookNew), true);
   // counts the newer name lacks are read from the records the tiers above joined to it
   const youki = [
     seen("utam0k/youki", "An experimental container runtime written in Rust", 883, 40, "Rust", "2021-05-30"),

@@ -33,7 +33,7 @@
 import type { RepoRecord } from "../dataset/record.js";
 
 /** Bumped whenever the grouping rule changes: it is part of every point's content hash. */
-export const DEDUP_VERSION = 7;
+export const DEDUP_VERSION = 8;
 
 /** Groups larger than this are many people's same-named repositories, not one project. */
 export const MAX_GROUP = 8;
@@ -388,10 +388,10 @@ function squash(s: string): string {
  * records); the newer owner's name holds the repository's (`nvm-sh` holds `nvm`, `go-gorm` holds `gorm`);
  * the older name last seen at least a year before the newer; both with ≥ TWIN_MIN_STARS stars; the newer
  * with at least 90 % of the older one's forks; the same language where both are known (JavaScript and
- * TypeScript count as one); and descriptions
- * sharing a quarter of the shorter one's content words. The organisation's name is what tells a move
- * from a fork: a continuation fork or a translation lives under its maintainer's name (getify's
- * You-Dont-Know-JS against a translator's copy), and the stale bound keeps two living projects apart.
+ * TypeScript count as one); and descriptions sharing a quarter of the shorter one's content words, lightly
+ * stemmed (see stem). The organisation's name is what tells a move from a fork: a continuation fork or a
+ * translation lives under its maintainer's name (getify's You-Dont-Know-JS against a translator's copy),
+ * and the stale bound keeps two living projects apart.
  * Precision, labelled by hand on every merge: bench/dedup-labels.md.
  */
 export function movedHome(
@@ -404,10 +404,25 @@ export function movedHome(
   if (older.forks === null || newer.forks === null || newer.forks < MOVED_MIN_FORK_SHARE * older.forks) return false;
   if (older.language !== null && newer.language !== null && languageFamily(older.language) !== languageFamily(newer.language)) return false;
   if (older.lastSeen === null || newer.lastSeen === null || daysBetween(older.lastSeen, newer.lastSeen) < MOVED_STALE_DAYS) return false;
-  const content = (d: string | null) => new Set(descriptionWords(d ?? "").filter((w) => !FUNCTION_WORDS.has(w)));
+  const content = (d: string | null) =>
+    new Set(
+      descriptionWords(d ?? "")
+        .filter((w) => !FUNCTION_WORDS.has(w))
+        .map(stem),
+    );
   const wa = content(older.description);
   const wb = content(newer.description);
   return wa.size > 0 && wb.size > 0 && sharedShare(wa, wb) >= MOVED_MIN_SHARED_WORDS;
+}
+
+/**
+ * A light stem for tier 6's word share, so a rewritten description's "testing UI components" meets the old
+ * "component dev & test" (storybooks/storybook → storybookjs/storybook): a plural "s" and an "-ing" off.
+ */
+function stem(w: string): string {
+  if (w.length > 5 && w.endsWith("ing")) return w.slice(0, -3);
+  if (w.length > 3 && w.endsWith("s") && !w.endsWith("ss")) return w.slice(0, -1);
+  return w;
 }
 
 /** Tier 6 (see movedHome): joins each stale name to the newer name it moved to, in key order. */
