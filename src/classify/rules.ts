@@ -653,10 +653,16 @@ const LIST_VERBS = new Set(
     " ",
   ),
 );
-/** Whether a verb or preposition comes within OBJECT_WINDOW words before character `at` of the joined tokens. */
-function afterObjectWord(joined: string, at: number): boolean {
-  const before = joined.slice(0, at).trim().split(" ").slice(-OBJECT_WINDOW);
-  return before.some((w) => OBJECT_WORDS.has(w) || LIST_VERBS.has(w));
+/** Whether one of the OBJECT_WINDOW tokens before token `pos` is an object word, or one of `extra`. */
+function objectWordBefore(tokens: readonly string[], pos: number, extra?: ReadonlySet<string>): boolean {
+  for (let j = Math.max(0, pos - OBJECT_WINDOW); j < pos; j++) if (OBJECT_WORDS.has(tokens[j]!) || extra?.has(tokens[j]!)) return true;
+  return false;
+}
+/** The index of the token that character `at` of the space-joined tokens falls in. */
+function tokenIndexAt(joined: string, at: number): number {
+  let n = 0;
+  for (let i = joined.indexOf(" "); i !== -1 && i < at; i = joined.indexOf(" ", i + 1)) n++;
+  return n;
 }
 /** A hidden-category noun can be the description's head only among its first this many tokens (README: no limit). */
 const HIDDEN_HEAD_WINDOW = 20;
@@ -965,13 +971,7 @@ function scoreProse(
       into.add(cue.cat, cue.w, cue.phrase, false);
       continue;
     }
-    let isObject = HIDDEN_CATEGORIES.has(cue.cat) && hiddenCueIsSubject(tokens, pos, cue.phrase);
-    for (let j = Math.max(0, pos - OBJECT_WINDOW); j < pos && !isObject; j++) {
-      if (OBJECT_WORDS.has(tokens[j]!)) {
-        isObject = true;
-        break;
-      }
-    }
+    const isObject = (HIDDEN_CATEGORIES.has(cue.cat) && hiddenCueIsSubject(tokens, pos, cue.phrase)) || objectWordBefore(tokens, pos);
     if (isObject) {
       // "a framework for building *LLM agents*": not what it is, but still what it is about.
       if (DOMAIN_CATEGORIES.has(cue.cat)) into.add(cue.cat, cue.w, cue.phrase, false);
@@ -1000,7 +1000,7 @@ function scoreProse(
   for (const p of DESC_PATTERNS) {
     if (!p.pre.some((x) => joined.includes(x))) continue;
     const m = p.re.exec(joined);
-    if (m && !(p.subjectOnly && afterObjectWord(joined, m.index))) into.add(p.cat, p.w, p.label, p.kind !== "domain");
+    if (m && !(p.subjectOnly && objectWordBefore(tokens, tokenIndexAt(joined, m.index), LIST_VERBS))) into.add(p.cat, p.w, p.label, p.kind !== "domain");
   }
   if (CJK_RE.test(text)) {
     for (const [cat, w, re] of CJK_RULES) {
