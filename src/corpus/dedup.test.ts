@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "vitest";
 import { rec } from "../../test/support/test-records.js";
 import type { RepoRecord } from "../dataset/record.js";
-import { dedupeProjects, descriptionWords, genericReason, movedHome, sameBirth, twins } from "./dedup.js";
+import { dedupeProjects, descriptionWords, genericReason, movedHome, ownerRenamed, sameBirth, succeeded, twins } from "./dedup.js";
 
 const react = (name: string, extra: Partial<RepoRecord>) => rec(name, "The library for web and native user interfaces.", extra);
 
@@ -411,7 +411,8 @@ test("tier 6 leaves alone: a living name, another owner, a fork's forks, another
   ];
   for (const [why, older, newer] of cases) {
     assert.equal(movedHome(older, newer), false, why);
-    assert.equal(dedupeProjects([older, newer]).merged, 0, why);
+    // tier 7 may still join a pair by its own evidence (getify/nvm: the same description, grown counts)
+    assert.equal(dedupeProjects([older, newer], { tiers: 6 }).merged, 0, why);
   }
   // a repository part held by ten or more records is too common to join on the owner's name
   const many = Array.from({ length: 8 }, (_, i) => rec(`someone${i}/nvm`, `Unrelated nvm number ${i}`, { stars: 10 }));
@@ -421,4 +422,129 @@ test("tier 6 leaves alone: a living name, another owner, a fork's forks, another
   const withTwin = dedupeProjects([nvmOld, twin, nvmNew]);
   assert.deepEqual(withTwin.records.map((r) => r.key).sort(), ["creationix/nvm", "nvm-sh/nvm"]);
   assert.equal(withTwin.aliasOf.get("someone/nvm"), "creationix/nvm", "tier 1 still joins the twins");
+});
+
+// Tier 7, after getinsomnia/insomnia → kong/insomnia (the dataset's records, descriptions shortened).
+const insomniaOld = {
+  ...seen("getinsomnia/insomnia", "Cross-platform HTTP and GraphQL Client", 10_321, 601, "JavaScript", "2019-07-24"),
+  pushedAt: "2019-07-15T00:00:00.000Z",
+};
+const insomniaNew = seen("Kong/insomnia", "The open-source, cross-platform API client for GraphQL, REST and gRPC", 39_957, 2_325, "TypeScript", "2026-08-21");
+
+test("tier 7 joins a name that vanished mid-work to its one successor, whoever owns it", () => {
+  assert.equal(succeeded(insomniaOld, insomniaNew), true);
+  assert.equal(succeeded(insomniaNew, insomniaOld), false, "the newer name is the one that stays");
+  for (const order of [
+    [insomniaOld, insomniaNew],
+    [insomniaNew, insomniaOld],
+  ]) {
+    const d = dedupeProjects(order);
+    assert.deepEqual(
+      d.records.map((r) => r.key),
+      ["kong/insomnia"],
+    );
+    assert.deepEqual(d.records[0]!.aliases, ["getinsomnia/insomnia"]);
+  }
+  // tiers 1–6 keep the pair apart: another owner not named after the project, another wording
+  assert.equal(dedupeProjects([insomniaOld, insomniaNew], { tiers: 6 }).merged, 0);
+  // an unknown last push is no evidence against a move
+  assert.equal(succeeded({ ...insomniaOld, pushedAt: null }, insomniaNew), true);
+});
+
+test("tier 7 leaves alone: a copy gone quiet, a name that lived on, shrunk counts, other words, two successors", () => {
+  const cases: [string, RepoRecord, RepoRecord][] = [
+    ["last pushed long before it was last seen (a copy)", { ...insomniaOld, pushedAt: "2018-01-02T00:00:00.000Z" }, insomniaNew],
+    ["pushed after it was last seen (it lived on)", { ...insomniaOld, pushedAt: "2020-01-02T00:00:00.000Z" }, insomniaNew],
+    ["both names still listed", { ...insomniaOld, lastSeen: "2026-03-01T00:00:00.000Z", pushedAt: "2026-02-27T00:00:00.000Z" }, insomniaNew],
+    ["fewer forks than the old name", insomniaOld, { ...insomniaNew, forks: 300 }],
+    ["forks unknown", { ...insomniaOld, forks: null }, insomniaNew],
+    ["fewer stars than the old name", insomniaOld, { ...insomniaNew, stars: 9_000 }],
+    ["a description about something else", insomniaOld, { ...insomniaNew, description: "A cross-platform desktop client for Slack" }],
+    ["a personal description", { ...insomniaOld, description: "My cross-platform HTTP and GraphQL client" }, insomniaNew],
+    ["too few words to tell", { ...insomniaOld, description: "Level editor" }, { ...insomniaNew, description: "Level editor, flexible" }],
+  ];
+  for (const [why, older, newer] of cases) {
+    assert.equal(succeeded(older, newer), false, why);
+    assert.equal(dedupeProjects([older, newer]).merged, 0, why);
+  }
+  // two candidate successors: the old name is nobody's in particular
+  const other = seen("someone/insomnia", "Platform-independent HTTP and GraphQL client", 12_000, 700, "Go", "2026-08-21");
+  assert.equal(succeeded(insomniaOld, other), true);
+  assert.equal(dedupeProjects([insomniaOld, insomniaNew, other]).merged, 0);
+});
+
+// Tier 8, after mui-org/material-ui → mui/material-ui (the dataset's records, descriptions shortened).
+const muiOld = seen("mui-org/material-ui", "MUI (formerly Material-UI) is the React UI library you always wanted", 75_252, 25_923, "JavaScript", "2022-02-06");
+const muiNew = seen(
+  "mui/material-ui",
+  "Material UI: Comprehensive React component library that implements Google's Material Design",
+  98_889,
+  32_561,
+  "JavaScript",
+  "2026-08-22",
+);
+
+test("tier 8 joins a stale name to the same repository under its owner's new name", () => {
+  assert.equal(ownerRenamed(muiOld, muiNew), true);
+  assert.equal(ownerRenamed(muiNew, muiOld), false, "the newer name is the one that stays");
+  for (const order of [
+    [muiOld, muiNew],
+    [muiNew, muiOld],
+  ]) {
+    const d = dedupeProjects(order);
+    assert.deepEqual(
+      d.records.map((r) => r.key),
+      ["mui/material-ui"],
+    );
+    assert.deepEqual(d.records[0]!.aliases, ["mui-org/material-ui"]);
+  }
+  assert.equal(dedupeProjects([muiOld, muiNew], { tiers: 7 }).merged, 0, "tiers 1–7 keep the pair apart");
+  // a hyphen is no new owner: mermaidjs → mermaid-js
+  const live = (name: string, description: string, stars: number, lastSeen: string) => seen(name, description, stars, null, null, lastSeen);
+  assert.equal(
+    ownerRenamed(
+      live("mermaidjs/mermaid-live-editor", "Location has moved to mermaid-js/mermaid-live-editor: a live editor for mermaid", 966, "2023-11-12"),
+      live("mermaid-js/mermaid-live-editor", "Edit, preview and share mermaid charts/diagrams. New implementation of the live editor.", 6_762, "2026-08-21"),
+    ),
+    true,
+  );
+});
+
+test("tier 8 leaves alone: another owner, other words, a living name, shrunk counts, a short owner name", () => {
+  const cases: [string, RepoRecord, RepoRecord][] = [
+    ["an owner whose name does not begin the other's", muiOld, { ...muiNew, key: "someone/material-ui", name: "someone/material-ui" }],
+    [
+      "descriptions about other things (angulardart/angular beside angular/angular)",
+      muiOld,
+      { ...muiNew, description: "Deliver web apps with confidence on every platform you know" },
+    ],
+    ["both names still listed", { ...muiOld, lastSeen: "2026-03-01T00:00:00.000Z" }, muiNew],
+    ["fewer stars than the old name", muiOld, { ...muiNew, stars: 70_000 }],
+    ["fewer forks than the old name", muiOld, { ...muiNew, forks: 20_000 }],
+    [
+      "an owner name too short to be anyone's in particular",
+      { ...muiOld, key: "mu/material-ui", name: "mu/material-ui" },
+      { ...muiNew, key: "mui/material-ui", name: "mui/material-ui" },
+    ],
+  ];
+  for (const [why, older, newer] of cases) {
+    assert.equal(ownerRenamed(older, newer), false, why);
+    assert.equal(dedupeProjects([older, newer]).merged, 0, why);
+  }
+});
+
+test("tier 8 joins on a common repository name: the owners say who moved", () => {
+  const shadcnOld = seen("shadcn/ui", "Beautifully designed components built with Radix UI and Tailwind CSS.", 24_642, 1_159, "TypeScript", "2023-07-18");
+  const shadcnNew = seen(
+    "shadcn-ui/ui",
+    "A set of beautifully-designed, accessible components and a code distribution platform.",
+    121_803,
+    9_939,
+    "TypeScript",
+    "2026-08-22",
+  );
+  const others = Array.from({ length: 10 }, (_, i) => rec(`someone${i}/ui`, `Unrelated ui kit number ${i}`, { stars: 10 }));
+  const d = dedupeProjects([shadcnOld, ...others, shadcnNew]);
+  assert.equal(d.aliasOf.get("shadcn/ui"), "shadcn-ui/ui");
+  assert.equal(d.merged, 1);
 });

@@ -18,7 +18,11 @@
  * fifth joins one by its creation time, which a rename or transfer keeps and a fork or copy does not:
  * same repository part and the same `createdAt` to the second (mergeSameBirth). A sixth joins a name
  * gone stale for a year to the organisation named after the project that took it over (`creationix/nvm`
- * → `nvm-sh/nvm`, `jakubroztocil/httpie` → `httpie/httpie`: mergeMovedHome).
+ * → `nvm-sh/nvm`, `jakubroztocil/httpie` → `httpie/httpie`: mergeMovedHome). A seventh joins a name that
+ * stopped being seen while it was still being pushed to, to its one successor with a near-identical
+ * description and grown counts (`getinsomnia/insomnia` → `kong/insomnia`: mergeSucceeded). An eighth
+ * joins a name gone stale to the same repository under its owner's new name (`mui-org/material-ui` →
+ * `mui/material-ui`, `radare/radare2` → `radareorg/radare2`: mergeOwnerRenamed).
  *
  * Same name and description is weak evidence when both are generic: 119 repositories named `ama` say
  * "Ask me anything!", and "My dotfiles" is everyone's. A group is left alone when it is large, when its
@@ -33,7 +37,7 @@
 import type { RepoRecord } from "../dataset/record.js";
 
 /** Bumped whenever the grouping rule changes: it is part of every point's content hash. */
-export const DEDUP_VERSION = 8;
+export const DEDUP_VERSION = 10;
 
 /** Groups larger than this are many people's same-named repositories, not one project. */
 export const MAX_GROUP = 8;
@@ -363,7 +367,7 @@ function mergeSameBirth(records: readonly RepoRecord[], clusters: RepoRecord[][]
   }
 }
 
-/** Tier 6: the older name was last seen at least this long before the newer one. */
+/** Tiers 6 to 8: the older name was last seen at least this long before the newer one. */
 const MOVED_STALE_DAYS = 365;
 /** Tier 6: the newer record has at least this share of the older one's forks (a transfer keeps them; a fork starts from none). */
 const MOVED_MIN_FORK_SHARE = 0.9;
@@ -404,19 +408,22 @@ export function movedHome(
   if (older.forks === null || newer.forks === null || newer.forks < MOVED_MIN_FORK_SHARE * older.forks) return false;
   if (older.language !== null && newer.language !== null && languageFamily(older.language) !== languageFamily(newer.language)) return false;
   if (older.lastSeen === null || newer.lastSeen === null || daysBetween(older.lastSeen, newer.lastSeen) < MOVED_STALE_DAYS) return false;
-  const content = (d: string | null) =>
-    new Set(
-      descriptionWords(d ?? "")
-        .filter((w) => !FUNCTION_WORDS.has(w))
-        .map(stem),
-    );
-  const wa = content(older.description);
-  const wb = content(newer.description);
+  const wa = contentWords(older.description);
+  const wb = contentWords(newer.description);
   return wa.size > 0 && wb.size > 0 && sharedShare(wa, wb) >= MOVED_MIN_SHARED_WORDS;
 }
 
+/** A description's content words, lightly stemmed, for the word share of tiers 6 to 8. */
+function contentWords(description: string | null): Set<string> {
+  return new Set(
+    descriptionWords(description ?? "")
+      .filter((w) => !FUNCTION_WORDS.has(w))
+      .map(stem),
+  );
+}
+
 /**
- * A light stem for tier 6's word share, so a rewritten description's "testing UI components" meets the old
+ * A light stem for the word share of tiers 6 to 8, so a rewritten description's "testing UI components" meets the old
  * "component dev & test" (storybooks/storybook → storybookjs/storybook): a plural "s" and an "-ing" off.
  */
 function stem(w: string): string {
@@ -425,8 +432,12 @@ function stem(w: string): string {
   return w;
 }
 
-/** Tier 6 (see movedHome): joins each stale name to the newer name it moved to, in key order. */
-function mergeMovedHome(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
+/**
+ * Tiers 6 to 8 compare records of one repository part with ≥ TWIN_MIN_STARS stars, in key order; on a
+ * name held by fewer than COMMON_NAME_RECORDS records unless `commonNames`. `staleBefore`: the older
+ * name's whole cluster so far was last seen a year before the newer name.
+ */
+function sameNameGroups(records: readonly RepoRecord[], clusters: readonly RepoRecord[][], commonNames = false) {
   const holders = new Map<string, number>();
   for (const r of records) {
     const name = repoPart(r.key).toLowerCase();
@@ -434,7 +445,7 @@ function mergeMovedHome(records: readonly RepoRecord[], clusters: RepoRecord[][]
   }
   const groups = groupsInKeyOrder(records, (r) => {
     const name = repoPart(r.key).toLowerCase();
-    return (r.stars ?? 0) < TWIN_MIN_STARS || holders.get(name)! >= COMMON_NAME_RECORDS ? null : name;
+    return (r.stars ?? 0) < TWIN_MIN_STARS || (!commonNames && holders.get(name)! >= COMMON_NAME_RECORDS) ? null : name;
   });
   // The old name's whole cluster must have gone stale: marcelscruz/public-apis, still listed, shares
   // its description with public-apis-dev/public-apis, which alone would pass for public-apis/public-apis.
@@ -442,6 +453,12 @@ function mergeMovedHome(records: readonly RepoRecord[], clusters: RepoRecord[][]
   for (const c of clusters) for (const r of c) clusterOf.set(r.key, c);
   const staleBefore = (older: RepoRecord, newer: RepoRecord) =>
     (clusterOf.get(older.key) ?? [older]).every((r) => r.lastSeen !== null && daysBetween(r.lastSeen, newer.lastSeen!) >= MOVED_STALE_DAYS);
+  return { groups, clusterOf, staleBefore };
+}
+
+/** Tier 6 (see movedHome): joins each stale name to the newer name it moved to, in key order. */
+function mergeMovedHome(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
+  const { groups, clusterOf, staleBefore } = sameNameGroups(records, clusters);
   // The newer side as its project is known: a record the tiers above joined may lack forks or a
   // language that another name of it has (youki-dev/youki, no forks, is containers/youki, 104).
   const filled = (r: RepoRecord): RepoRecord => {
@@ -462,14 +479,117 @@ function mergeMovedHome(records: readonly RepoRecord[], clusters: RepoRecord[][]
   }
 }
 
+/** Tier 7: the descriptions share at least this share of the shorter one's content words. */
+const SUCCEEDED_MIN_SHARED_WORDS = 0.8;
+/** Tier 7: each description has at least this many content words (three are enough to name a thing). */
+const SUCCEEDED_MIN_WORDS = 3;
+/** Tier 7: the older name was pushed to at most this long before it was last seen. */
+const SUCCEEDED_ACTIVE_DAYS = 180;
+
+/**
+ * Tier 7: `newer` took over from `older`, whoever owns it now (`getinsomnia/insomnia` → `kong/insomnia`,
+ * `bjorn/tiled` → `mapeditor/tiled`, `i0natan/nodebestpractices` → `goldbergyoni/nodebestpractices`).
+ * Tier 6 needs the new owner to be named after the project; a user rename or a company's takeover is
+ * not. What tells a move from a namesake or a copy here:
+ *   - the older name stopped being seen while its repository was active: pushed to at most 180 days
+ *     before its last sighting (or when that is unknown), and never after. A copy or a translation goes
+ *     quiet and is still listed (a copy of reactjs-interview-questions: last push 631 days before its
+ *     last sighting); a moved repository's old name vanishes mid-work (most within a week);
+ *   - its whole cluster was last seen at least a year before the newer name (as tier 6);
+ *   - the newer record has at least its stars and its forks (both known: a transfer keeps them and grows);
+ *   - the descriptions share 80 % of the shorter one's content words (lightly stemmed), each with at
+ *     least three, and the older one is not personal ("my …");
+ *   - the name is held by fewer than COMMON_NAME_RECORDS records, and the older name has exactly one
+ *     such successor (five `leetcode` collections would each pass for another's successor).
+ * Precision, labelled by hand on every merge: bench/dedup-labels.md.
+ */
+export function succeeded(
+  older: Pick<RepoRecord, "key" | "stars" | "forks" | "description" | "lastSeen" | "pushedAt">,
+  newer: Pick<RepoRecord, "key" | "stars" | "forks" | "description" | "lastSeen">,
+): boolean {
+  if (repoPart(older.key).toLowerCase() !== repoPart(newer.key).toLowerCase()) return false;
+  if ((older.stars ?? 0) < TWIN_MIN_STARS || (newer.stars ?? 0) < (older.stars ?? 0)) return false;
+  if (older.forks === null || newer.forks === null || newer.forks < older.forks) return false;
+  if (older.lastSeen === null || newer.lastSeen === null || daysBetween(older.lastSeen, newer.lastSeen) < MOVED_STALE_DAYS) return false;
+  if (older.pushedAt !== null) {
+    const quiet = daysBetween(older.pushedAt, older.lastSeen);
+    if (quiet < 0 || quiet > SUCCEEDED_ACTIVE_DAYS) return false;
+  }
+  const words = descriptionWords(older.description ?? "");
+  if (words[0] === "my" || words[0] === "our") return false;
+  const wa = contentWords(older.description);
+  const wb = contentWords(newer.description);
+  return wa.size >= SUCCEEDED_MIN_WORDS && wb.size >= SUCCEEDED_MIN_WORDS && sharedShare(wa, wb) >= SUCCEEDED_MIN_SHARED_WORDS;
+}
+
+/** Tier 7 (see succeeded): joins each stale name to its one successor, in key order. */
+function mergeSucceeded(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
+  const { groups, clusterOf, staleBefore } = sameNameGroups(records, clusters);
+  const join = clusterJoiner(clusters);
+  for (const rs of groups) {
+    if (rs.length < 2) continue;
+    for (const older of rs) {
+      const next = rs.filter((newer) => newer !== older && succeeded(older, newer) && staleBefore(older, newer));
+      // One successor: two records of one project (a cluster) count once.
+      if (new Set(next.map((r) => clusterOf.get(r.key) ?? r)).size === 1) join(next[0]!, older);
+    }
+  }
+}
+
+/** Tier 8: the descriptions share at least this share of the shorter one's content words. */
+const RENAMED_MIN_SHARED_WORDS = 0.3;
+/** Tier 8: the shorter owner name has at least this many letters and digits. */
+const RENAMED_MIN_OWNER_CHARS = 3;
+
+/**
+ * Tier 8: `newer` is the same repository after its owner renamed itself: one owner's name, letters and
+ * digits only, begins with the other's (`mui` → `mui-org`, `radare` → `radareorg`, `sw-yx` → `swyxio`,
+ * `mermaidjs` → `mermaid-js`). Same repository part, however many records hold it (tier 6's bound is
+ * for an owner that holds a generic repository name; here the repository's name plays no part); both
+ * with ≥ TWIN_MIN_STARS stars; the older name last seen at least a year before the newer (its whole
+ * cluster, as tier 6); the newer with at least the older one's stars, and its forks where both are known;
+ * descriptions sharing at least 30 % of the shorter one's content words. The owner's own name is the
+ * evidence the descriptions need not give: angulardart/angular (25 % of its words shared with
+ * angular/angular) and micro/micro beside micro-editor/micro (none) stay apart.
+ * Precision, labelled by hand on every merge: bench/dedup-labels.md.
+ */
+export function ownerRenamed(
+  older: Pick<RepoRecord, "key" | "stars" | "forks" | "description" | "lastSeen">,
+  newer: Pick<RepoRecord, "key" | "stars" | "forks" | "description" | "lastSeen">,
+): boolean {
+  if (repoPart(older.key).toLowerCase() !== repoPart(newer.key).toLowerCase()) return false;
+  const a = squash(older.key.slice(0, older.key.indexOf("/")));
+  const b = squash(newer.key.slice(0, newer.key.indexOf("/")));
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
+  if (short.length < RENAMED_MIN_OWNER_CHARS || !long.startsWith(short)) return false;
+  if ((older.stars ?? 0) < TWIN_MIN_STARS || (newer.stars ?? 0) < (older.stars ?? 0)) return false;
+  if (older.forks !== null && newer.forks !== null && newer.forks < older.forks) return false;
+  if (older.lastSeen === null || newer.lastSeen === null || daysBetween(older.lastSeen, newer.lastSeen) < MOVED_STALE_DAYS) return false;
+  const wa = contentWords(older.description);
+  const wb = contentWords(newer.description);
+  return wa.size > 0 && wb.size > 0 && sharedShare(wa, wb) >= RENAMED_MIN_SHARED_WORDS;
+}
+
+/** Tier 8 (see ownerRenamed): joins each stale name to the same repository under its owner's new name, in key order. */
+function mergeOwnerRenamed(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
+  // A common name is no obstacle here: the owners' names, not the repository's, say who moved
+  // (shadcn/ui → shadcn-ui/ui, on a name 17 records hold).
+  const { groups, staleBefore } = sameNameGroups(records, clusters, true);
+  const join = clusterJoiner(clusters);
+  for (const rs of groups) {
+    if (rs.length < 2) continue;
+    for (const newer of rs) for (const older of rs) if (older !== newer && ownerRenamed(older, newer) && staleBefore(older, newer)) join(newer, older);
+  }
+}
+
 export interface DedupOptions {
-  /** The last tier to run (1–6, default 6): `npm run eval:dedup` tells each tier's merges apart with it. */
-  readonly tiers?: 1 | 2 | 3 | 4 | 5 | 6;
+  /** The last tier to run (1–8, default 8): `npm run eval:dedup` tells each tier's merges apart with it. */
+  readonly tiers?: 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8;
 }
 
 /** Merges duplicate projects (see the module comment). `records` must have unique keys. */
 export function dedupeProjects(records: readonly RepoRecord[], options: DedupOptions = {}): DedupResult {
-  const tiers = options.tiers ?? 6;
+  const tiers = options.tiers ?? 8;
   const nameRecords = new Map<string, number>();
   for (const r of records) {
     const repo = repoPart(r.key);
@@ -514,6 +634,10 @@ export function dedupeProjects(records: readonly RepoRecord[], options: DedupOpt
   if (tiers >= 5) mergeSameBirth(records, clusters);
   // Tier 6: a stale name joins the organisation named after the project.
   if (tiers >= 6) mergeMovedHome(records, clusters);
+  // Tier 7: a name that vanished mid-work joins its one successor.
+  if (tiers >= 7) mergeSucceeded(records, clusters);
+  // Tier 8: a stale name joins the same repository under its owner's new name.
+  if (tiers >= 8) mergeOwnerRenamed(records, clusters);
   const canonical = new Map<string, RepoRecord>();
   const aliasOf = new Map<string, string>();
   for (const c of clusters) {
