@@ -12,7 +12,7 @@ import { dedupeProjects, descriptionWords, repoPart } from "../src/corpus/dedup.
 import { readUniqueRecords } from "../src/dataset/reader.js";
 
 interface Label {
-  /** Which sample: "tier1" (equal descriptions; the default), "tier2" (reworded descriptions), "tier3" (incubator graduations), "tier4" (twin counts), "tier5" (same creation time), "tier6" (moved to the project's own organisation) "tier7" (a stale name's one successor) or "tier8" (the owner renamed); tiers 3 to 8 label every pair. "tier1-rare-word" labels every tier-1 merge that a rare word took out of the generic rule; it is not a random sample and is not counted in tier 1's precision. */
+  /** Which sample: "tier1" (equal descriptions; the default), "tier2" (reworded descriptions), "tier3" (incubator graduations), "tier4" (twin counts), "tier5" (same creation time), "tier6" (moved to the project's own organisation), "tier7" (a stale name's one successor) or "tier8" (the owner renamed); tiers 3 to 8 label every pair. "tier1-rare-word" labels every tier-1 merge that a rare word took out of the generic rule; it is not a random sample and is not counted in tier 1's precision. */
   readonly sample?: string;
   readonly alias: string;
   readonly canonical: string;
@@ -33,38 +33,23 @@ async function main(): Promise<void> {
   const { records } = await readUniqueRecords(config.dataset);
   const d = dedupeProjects(records);
   const firstThree = dedupeProjects(records, { tiers: 3 }).aliasOf;
-  const firstFour = dedupeProjects(records, { tiers: 4 }).aliasOf;
-  const firstFive = dedupeProjects(records, { tiers: 5 }).aliasOf;
-  const firstSix = dedupeProjects(records, { tiers: 6 }).aliasOf;
-  const firstSeven = dedupeProjects(records, { tiers: 7 }).aliasOf;
-  const projectBefore5 = (key: string) => firstFour.get(key) ?? key;
-  const projectBefore6 = (key: string) => firstFive.get(key) ?? key;
-  const projectBefore7 = (key: string) => firstSix.get(key) ?? key;
-  const projectBefore8 = (key: string) => firstSeven.get(key) ?? key;
+  // The aliases of the first k tiers, for k = 4 to 7: a pair those keep apart is tier k + 1's merge.
+  const firstTiers = ([4, 5, 6, 7] as const).map((k) => ({ next: `tier${k + 1}`, aliasOf: dedupeProjects(records, { tiers: k }).aliasOf }));
   // A pair is still merged when both names land in one project, whichever of them is canonical now.
   const project = (name: string) => d.aliasOf.get(name.toLowerCase()) ?? name.toLowerCase();
   const words = (s: string | null) => descriptionWords(s ?? "").join(" ");
   const byKey = new Map(records.map((r) => [r.key, r]));
-  // Each tier's share of the merges: tier 8 is an alias the first seven tiers keep apart from its
-  // canonical, tier 7 one the first six tiers keep apart from its canonical, tier 6 one the first five tiers keep apart from its canonical, tier 5 one the first four tiers keep apart from its
-  // canonical, tier 4 one only the fourth tier makes, tier 3 one whose repository part differs from its
-  // canonical's, tier 2 one whose description differs.
-  const tierOf = (alias: string, canonical: string) =>
-    projectBefore8(alias) !== projectBefore8(canonical)
-      ? "tier8"
-      : projectBefore7(alias) !== projectBefore7(canonical)
-        ? "tier7"
-        : projectBefore6(alias) !== projectBefore6(canonical)
-          ? "tier6"
-          : projectBefore5(alias) !== projectBefore5(canonical)
-            ? "tier5"
-            : !firstThree.has(alias)
-              ? "tier4"
-              : repoPart(alias) !== repoPart(canonical)
-                ? "tier3"
-                : words(byKey.get(alias)?.description ?? null) === words(byKey.get(canonical)?.description ?? null)
-                  ? "tier1"
-                  : "tier2";
+  // Each tier's share of the merges: tier k ≥ 5 is an alias the first k − 1 tiers keep apart from its
+  // canonical (the last such tier wins), tier 4 one only the fourth tier makes, tier 3 one whose
+  // repository part differs from its canonical's, tier 2 one whose description differs.
+  const tierOf = (alias: string, canonical: string): string => {
+    const before = (m: ReadonlyMap<string, string>, key: string) => m.get(key) ?? key;
+    const later = firstTiers.findLast(({ aliasOf }) => before(aliasOf, alias) !== before(aliasOf, canonical));
+    if (later) return later.next;
+    if (!firstThree.has(alias)) return "tier4";
+    if (repoPart(alias) !== repoPart(canonical)) return "tier3";
+    return words(byKey.get(alias)?.description ?? null) === words(byKey.get(canonical)?.description ?? null) ? "tier1" : "tier2";
+  };
   const sizes: Record<string, number> = { tier1: 0, tier2: 0, tier3: 0, tier4: 0, tier5: 0, tier6: 0, tier7: 0, tier8: 0 };
   for (const [a, c] of d.aliasOf) sizes[tierOf(a, c)]!++;
   const samples: Record<

@@ -78,6 +78,16 @@ export function repoPart(key: string): string {
   return key.slice(key.indexOf("/") + 1);
 }
 
+/** The owner part of an `owner/repo` key. */
+function ownerPart(key: string): string {
+  return key.slice(0, key.indexOf("/"));
+}
+
+/** A description that speaks for one person ("my dotfiles", "our notes") names nobody's project in particular. */
+function personal(words: readonly string[]): boolean {
+  return words[0] === "my" || words[0] === "our";
+}
+
 /** Newest first: lastSeen, then pushedAt, then stars, then key (so ties break the same way everywhere). */
 export function compareNewest(a: RepoRecord, b: RepoRecord): number {
   return (
@@ -107,7 +117,7 @@ export function genericReason(
   wordRecords: (word: string) => number,
 ): GenericReason | null {
   if (group.length > MAX_GROUP) return "large group";
-  if (words[0] === "my" || words[0] === "our") return "personal description";
+  if (personal(words)) return "personal description";
   if (words.length <= SHORT_DESCRIPTION_WORDS) {
     if (nameRecords >= COMMON_NAME_RECORDS && !words.some((w) => wordRecords(w) <= RARE_WORD_RECORDS)) return "short description on a common name";
     if (Math.max(...group.map((r) => r.stars ?? 0)) < MIN_STARS_SHORT) return "short description on little-starred records";
@@ -227,7 +237,7 @@ function rewords(old: Unit, newer: Unit): boolean {
   if (stars(newer) < CANONICAL_MIN_STAR_SHARE * stars(old)) return false;
   const [short, long] = old.words.length <= newer.words.length ? [old.words, newer.words] : [newer.words, old.words];
   if (short.length < REWORDED_MIN_WORDS || long.length - short.length > Math.max(REWORDED_MIN_WORDS, short.length)) return false;
-  if (short[0] === "my" || short[0] === "our") return false;
+  if (personal(short)) return false;
   // A description that only spells the repository's name says nothing ("Data-Structures-and-Algorithms").
   if (short.join(" ") === descriptionWords(repoPart(old.newest.key).replace(/[-_.]+/g, " ")).join(" ")) return false;
   const have = new Set(long);
@@ -249,7 +259,7 @@ function mergeGraduated(records: readonly RepoRecord[], clusters: RepoRecord[][]
   const join = clusterJoiner(clusters);
   const incubating = records.filter((r) => repoPart(r.key).startsWith(INCUBATOR_PREFIX)).sort((a, b) => (a.key < b.key ? -1 : 1));
   for (const r of incubating) {
-    const graduated = byKey.get(`${r.key.slice(0, r.key.indexOf("/"))}/${repoPart(r.key).slice(INCUBATOR_PREFIX.length)}`);
+    const graduated = byKey.get(`${ownerPart(r.key)}/${repoPart(r.key).slice(INCUBATOR_PREFIX.length)}`);
     if (graduated) join(graduated, r);
   }
 }
@@ -369,6 +379,11 @@ function mergeSameBirth(records: readonly RepoRecord[], clusters: RepoRecord[][]
 
 /** Tiers 6 to 8: the older name was last seen at least this long before the newer one. */
 const MOVED_STALE_DAYS = 365;
+
+/** Tiers 6 to 8: both were seen, the older at least MOVED_STALE_DAYS before the newer. */
+function staleAYear(older: Pick<RepoRecord, "lastSeen">, newer: Pick<RepoRecord, "lastSeen">): boolean {
+  return older.lastSeen !== null && newer.lastSeen !== null && daysBetween(older.lastSeen, newer.lastSeen) >= MOVED_STALE_DAYS;
+}
 /** Tier 6: the newer record has at least this share of the older one's forks (a transfer keeps them; a fork starts from none). */
 const MOVED_MIN_FORK_SHARE = 0.9;
 /** Tier 6: the descriptions share at least this share of the shorter one's content words. */
@@ -403,11 +418,11 @@ export function movedHome(
   newer: Pick<RepoRecord, "key" | "stars" | "forks" | "language" | "description" | "lastSeen">,
 ): boolean {
   const repo = squash(repoPart(newer.key));
-  if (repo.length < 3 || repo !== squash(repoPart(older.key)) || !squash(newer.key.slice(0, newer.key.indexOf("/"))).includes(repo)) return false;
+  if (repo.length < 3 || repo !== squash(repoPart(older.key)) || !squash(ownerPart(newer.key)).includes(repo)) return false;
   if ((older.stars ?? 0) < TWIN_MIN_STARS || (newer.stars ?? 0) < TWIN_MIN_STARS) return false;
   if (older.forks === null || newer.forks === null || newer.forks < MOVED_MIN_FORK_SHARE * older.forks) return false;
   if (older.language !== null && newer.language !== null && languageFamily(older.language) !== languageFamily(newer.language)) return false;
-  if (older.lastSeen === null || newer.lastSeen === null || daysBetween(older.lastSeen, newer.lastSeen) < MOVED_STALE_DAYS) return false;
+  if (!staleAYear(older, newer)) return false;
   const wa = contentWords(older.description);
   const wb = contentWords(newer.description);
   return wa.size > 0 && wb.size > 0 && sharedShare(wa, wb) >= MOVED_MIN_SHARED_WORDS;
@@ -451,8 +466,7 @@ function sameNameGroups(records: readonly RepoRecord[], clusters: readonly RepoR
   // its description with public-apis-dev/public-apis, which alone would pass for public-apis/public-apis.
   const clusterOf = new Map<string, readonly RepoRecord[]>();
   for (const c of clusters) for (const r of c) clusterOf.set(r.key, c);
-  const staleBefore = (older: RepoRecord, newer: RepoRecord) =>
-    (clusterOf.get(older.key) ?? [older]).every((r) => r.lastSeen !== null && daysBetween(r.lastSeen, newer.lastSeen!) >= MOVED_STALE_DAYS);
+  const staleBefore = (older: RepoRecord, newer: RepoRecord) => (clusterOf.get(older.key) ?? [older]).every((r) => staleAYear(r, newer));
   return { groups, clusterOf, staleBefore };
 }
 
@@ -510,13 +524,13 @@ export function succeeded(
   if (repoPart(older.key).toLowerCase() !== repoPart(newer.key).toLowerCase()) return false;
   if ((older.stars ?? 0) < TWIN_MIN_STARS || (newer.stars ?? 0) < (older.stars ?? 0)) return false;
   if (older.forks === null || newer.forks === null || newer.forks < older.forks) return false;
-  if (older.lastSeen === null || newer.lastSeen === null || daysBetween(older.lastSeen, newer.lastSeen) < MOVED_STALE_DAYS) return false;
+  if (!staleAYear(older, newer)) return false;
   if (older.pushedAt !== null) {
-    const quiet = daysBetween(older.pushedAt, older.lastSeen);
+    // staleAYear above: lastSeen is known.
+    const quiet = daysBetween(older.pushedAt, older.lastSeen!);
     if (quiet < 0 || quiet > SUCCEEDED_ACTIVE_DAYS) return false;
   }
-  const words = descriptionWords(older.description ?? "");
-  if (words[0] === "my" || words[0] === "our") return false;
+  if (personal(descriptionWords(older.description ?? ""))) return false;
   const wa = contentWords(older.description);
   const wb = contentWords(newer.description);
   return wa.size >= SUCCEEDED_MIN_WORDS && wb.size >= SUCCEEDED_MIN_WORDS && sharedShare(wa, wb) >= SUCCEEDED_MIN_SHARED_WORDS;
@@ -558,13 +572,13 @@ export function ownerRenamed(
   newer: Pick<RepoRecord, "key" | "stars" | "forks" | "description" | "lastSeen">,
 ): boolean {
   if (repoPart(older.key).toLowerCase() !== repoPart(newer.key).toLowerCase()) return false;
-  const a = squash(older.key.slice(0, older.key.indexOf("/")));
-  const b = squash(newer.key.slice(0, newer.key.indexOf("/")));
+  const a = squash(ownerPart(older.key));
+  const b = squash(ownerPart(newer.key));
   const [short, long] = a.length <= b.length ? [a, b] : [b, a];
   if (short.length < RENAMED_MIN_OWNER_CHARS || !long.startsWith(short)) return false;
   if ((older.stars ?? 0) < TWIN_MIN_STARS || (newer.stars ?? 0) < (older.stars ?? 0)) return false;
   if (older.forks !== null && newer.forks !== null && newer.forks < older.forks) return false;
-  if (older.lastSeen === null || newer.lastSeen === null || daysBetween(older.lastSeen, newer.lastSeen) < MOVED_STALE_DAYS) return false;
+  if (!staleAYear(older, newer)) return false;
   const wa = contentWords(older.description);
   const wb = contentWords(newer.description);
   return wa.size > 0 && wb.size > 0 && sharedShare(wa, wb) >= RENAMED_MIN_SHARED_WORDS;
