@@ -254,7 +254,7 @@ function evalSection(root: string, glance: Glance[]): Section {
         (why.length ? `, the rest kept apart as different projects (${why.join("; ")})` : "") +
         "." +
         (dup.twinPairs !== undefined
-          ? ` Transfers listed twice (same repository name and the test of the merge's fourth to eighth tier: stars and forks within 2 %, created at the same second, a stale name of the project's own organisation, a stale name's one successor, or the owner renamed): ${int(dup.twinPairs)} pairs in ${int(dup.listsWithTwins)} lists.`
+          ? ` Transfers listed twice (the test of the merge's fourth to ninth tier: on one repository name, stars and forks within 2 %, created at the same second, a stale name of the project's own organisation, a stale name's one successor, or the owner renamed; under one owner, a repository renamed): ${int(dup.twinPairs)} pairs in ${int(dup.listsWithTwins)} lists.`
           : ""),
     );
     const same = obj(dup.sameName);

@@ -12,7 +12,7 @@ import { dedupeProjects, descriptionWords, repoPart } from "../src/corpus/dedup.
 import { readUniqueRecords } from "../src/dataset/reader.js";
 
 interface Label {
-  /** Which sample: "tier1" (equal descriptions; the default), "tier2" (reworded descriptions), "tier3" (incubator graduations), "tier4" (twin counts), "tier5" (same creation time), "tier6" (moved to the project's own organisation), "tier7" (a stale name's one successor) or "tier8" (the owner renamed); tiers 3 to 8 label every pair. "tier1-rare-word" labels every tier-1 merge that a rare word took out of the generic rule; it is not a random sample and is not counted in tier 1's precision. */
+  /** Which sample: "tier1" (equal descriptions; the default), "tier2" (reworded descriptions), "tier3" (incubator graduations), "tier4" (twin counts), "tier5" (same creation time), "tier6" (moved to the project's own organisation), "tier7" (a stale name's one successor), "tier8" (the owner renamed) or "tier9" (renamed within its owner); tiers 3 to 9 label every pair. "tier1-rare-word" labels every tier-1 merge that a rare word took out of the generic rule; it is not a random sample and is not counted in tier 1's precision. */
   readonly sample?: string;
   readonly alias: string;
   readonly canonical: string;
@@ -33,8 +33,8 @@ async function main(): Promise<void> {
   const { records } = await readUniqueRecords(config.dataset);
   const d = dedupeProjects(records);
   const firstThree = dedupeProjects(records, { tiers: 3 }).aliasOf;
-  // The aliases of the first k tiers, for k = 4 to 7: a pair those keep apart is tier k + 1's merge.
-  const firstTiers = ([4, 5, 6, 7] as const).map((k) => ({ next: `tier${k + 1}`, aliasOf: dedupeProjects(records, { tiers: k }).aliasOf }));
+  // The aliases of the first k tiers, for k = 4 to 8: a pair those keep apart is tier k + 1's merge.
+  const firstTiers = ([4, 5, 6, 7, 8] as const).map((k) => ({ next: `tier${k + 1}`, aliasOf: dedupeProjects(records, { tiers: k }).aliasOf }));
   // A pair is still merged when both names land in one project, whichever of them is canonical now.
   const project = (name: string) => d.aliasOf.get(name.toLowerCase()) ?? name.toLowerCase();
   const words = (s: string | null) => descriptionWords(s ?? "").join(" ");
@@ -50,13 +50,13 @@ async function main(): Promise<void> {
     if (repoPart(alias) !== repoPart(canonical)) return "tier3";
     return words(byKey.get(alias)?.description ?? null) === words(byKey.get(canonical)?.description ?? null) ? "tier1" : "tier2";
   };
-  const sizes: Record<string, number> = { tier1: 0, tier2: 0, tier3: 0, tier4: 0, tier5: 0, tier6: 0, tier7: 0, tier8: 0 };
+  const sizes: Record<string, number> = { tier1: 0, tier2: 0, tier3: 0, tier4: 0, tier5: 0, tier6: 0, tier7: 0, tier8: 0, tier9: 0 };
   for (const [a, c] of d.aliasOf) sizes[tierOf(a, c)]!++;
   const samples: Record<
     string,
     { same: number; different: number; unsure: number; noLongerMerged: number; precision: number; pessimisticPrecision: number; merges: number }
   > = {};
-  for (const name of ["tier1", "tier2", "tier3", "tier4", "tier5", "tier6", "tier7", "tier8"]) {
+  for (const name of ["tier1", "tier2", "tier3", "tier4", "tier5", "tier6", "tier7", "tier8", "tier9"]) {
     const counts = { same: 0, different: 0, unsure: 0 };
     let stale = 0;
     const mine = labels.filter((l) => (l.sample ?? "tier1") === name);

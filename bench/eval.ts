@@ -31,7 +31,18 @@ import { cpus } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig, projectRoot } from "../src/config/config.js";
-import { descriptionWords, genericReason, movedHome, ownerRenamed, repoPart, sameBirth, succeeded, twins, type GenericReason } from "../src/corpus/dedup.js";
+import {
+  descriptionWords,
+  genericReason,
+  movedHome,
+  ownerRenamed,
+  renamedInPlace,
+  repoPart,
+  sameBirth,
+  succeeded,
+  twins,
+  type GenericReason,
+} from "../src/corpus/dedup.js";
 import { prepareCorpus } from "../src/corpus/prepare.js";
 import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "../src/core/engine.js";
 import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
@@ -373,9 +384,9 @@ async function main(): Promise<void> {
   let listsWithDup = 0;
   let listsChecked = 0;
   const dupExamples = new Set<string>();
-  // A transfer seen under two names that the index kept apart: the tests of the fourth to eighth merge
-  // tiers (twins, sameBirth, movedHome, succeeded, ownerRenamed) on two results of one list. Counted apart from the look-alikes:
-  // their descriptions differ.
+  // A transfer seen under two names that the index kept apart: the tests of the fourth to ninth merge
+  // tiers (twins, sameBirth, movedHome, succeeded, ownerRenamed; renamedInPlace across repository parts)
+  // on two results of one list. Counted apart from the look-alikes: their descriptions differ.
   const oneRepository = (a: RepoPayload, b: RepoPayload) =>
     twins(a, b) || sameBirth(a, b) || movedHome(a, b) || movedHome(b, a) || succeeded(a, b) || succeeded(b, a) || ownerRenamed(a, b) || ownerRenamed(b, a);
   const payloadOf = new Map(seg.payloads.map((p) => [p.key, p]));
@@ -416,6 +427,15 @@ async function main(): Promise<void> {
             const pair = [a.key, b.key].sort().join(" = ");
             sameNameLists.set(pair, (sameNameLists.get(pair) ?? 0) + 1);
           }
+      // A repository renamed within its owner: other repository parts, so checked over every pair.
+      for (let i = 0; i < ranked.length; i++)
+        for (let j = i + 1; j < ranked.length; j++) {
+          const [a, b] = [payloadOf.get(ranked[i]!)!, payloadOf.get(ranked[j]!)!];
+          if (repoPart(a.key) !== repoPart(b.key) && (renamedInPlace(a, b) || renamedInPlace(b, a))) {
+            twinsHere++;
+            twinExamples.add(`${ranked[i]} = ${ranked[j]}`);
+          }
+        }
       twinPairs += twinsHere;
       if (twinsHere) listsWithTwins++;
       sameNamePairs += sameNameHere;
@@ -444,7 +464,7 @@ async function main(): Promise<void> {
       `${wouldMerge} the merge rule would join, ${dupPairs - wouldMerge} it keeps apart as different projects${dupExamples.size ? `: ${[...dupExamples].join("; ")}` : ""}`,
   );
   console.log(
-    `transfers listed twice (same repository part; stars and forks within 2 %, created at the same second, a stale name of the project's own organisation, a stale name's one successor, or the owner renamed): ${twinPairs} pairs in ${listsWithTwins} lists${twinExamples.size ? `: ${[...twinExamples].join("; ")}` : ""}`,
+    `transfers listed twice (same repository part; stars and forks within 2 %, created at the same second, a stale name of the project's own organisation, a stale name's one successor, the owner renamed, or renamed within its owner): ${twinPairs} pairs in ${listsWithTwins} lists${twinExamples.size ? `: ${[...twinExamples].join("; ")}` : ""}`,
   );
 
   const sameNameTop = [...sameNameLists].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1)).slice(0, 20);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "vitest";
 import { rec } from "../../test/support/test-records.js";
 import type { RepoRecord } from "../dataset/record.js";
-import { dedupeProjects, descriptionWords, genericReason, movedHome, ownerRenamed, sameBirth, succeeded, twins } from "./dedup.js";
+import { dedupeProjects, descriptionWords, genericReason, movedHome, ownerRenamed, renamedInPlace, sameBirth, succeeded, twins } from "./dedup.js";
 
 const react = (name: string, extra: Partial<RepoRecord>) => rec(name, "The library for web and native user interfaces.", extra);
 
@@ -547,4 +547,86 @@ test("tier 8 joins on a common repository name: the owners say who moved", () =>
   const d = dedupeProjects([shadcnOld, ...others, shadcnNew]);
   assert.equal(d.aliasOf.get("shadcn/ui"), "shadcn-ui/ui");
   assert.equal(d.merged, 1);
+});
+
+test("tier 8 does not let a little-starred trace of the old name keep it apart", () => {
+  // Consensys/mythril was muellerberndt/mythril first (53 stars, still listed: a tier-1 twin of it).
+  const about = "Security analysis tool for EVM bytecode. Supports smart contracts built for Ethereum and other EVM chains.";
+  const first = seen("muellerberndt/mythril", about, 53, 10, "Python", "2026-08-21");
+  const older = seen("Consensys/mythril", about, 3_900, 740, "Python", "2024-03-01");
+  const newer = seen(
+    "ConsenSysDiligence/mythril",
+    "Mythril is a symbolic-execution-based security analysis tool for EVM bytecode.",
+    4_100,
+    780,
+    "Python",
+    "2026-08-22",
+  );
+  const d = dedupeProjects([first, older, newer]);
+  assert.equal(d.aliasOf.get("consensys/mythril"), "consensysdiligence/mythril");
+  assert.equal(d.aliasOf.get("muellerberndt/mythril"), "consensysdiligence/mythril");
+  // A trace with stars of its own is a living name: the pair stays apart.
+  assert.equal(dedupeProjects([{ ...first, stars: 600 }, older, newer]).aliasOf.has("consensys/mythril"), false);
+});
+
+// Tier 9, after vuejs/vue-next → vuejs/core (the dataset's records).
+const vueAbout = "🖖 Vue.js is a progressive, incrementally-adoptable JavaScript framework for building UI on the web.";
+const vueOld = seen("vuejs/vue-next", vueAbout, 26_779, 4_739, "TypeScript", "2022-01-16");
+const vueNew = seen("vuejs/core", vueAbout, 54_229, 9_188, "TypeScript", "2026-08-22");
+
+test("tier 9 joins a stale name to its one successor under the same owner", () => {
+  assert.equal(renamedInPlace(vueOld, vueNew), true);
+  assert.equal(renamedInPlace(vueNew, vueOld), false, "the newer name is the one that stays");
+  for (const order of [
+    [vueOld, vueNew],
+    [vueNew, vueOld],
+  ]) {
+    const d = dedupeProjects(order);
+    assert.deepEqual(
+      d.records.map((r) => r.key),
+      ["vuejs/core"],
+    );
+    assert.deepEqual(d.records[0]!.aliases, ["vuejs/vue-next"]);
+  }
+  assert.equal(dedupeProjects([vueOld, vueNew], { tiers: 8 }).merged, 0, "tiers 1–8 keep the pair apart");
+  // a word added still counts: 90 % of all the words (lipis/flag-icon-css → lipis/flag-icons)
+  assert.equal(
+    renamedInPlace(
+      seen("lipis/flag-icon-css", ":flags: A collection of all country flags in SVG — plus the CSS for easier integration", 7_776, 1_234, "CSS", "2021-10-01"),
+      seen(
+        "lipis/flag-icons",
+        ":flags: A curated collection of all country flags in SVG — plus the CSS for easier integration",
+        12_356,
+        1_950,
+        "CSS",
+        "2026-08-22",
+      ),
+    ),
+    true,
+  );
+});
+
+test("tier 9 leaves alone: another owner, added words, a living name, shrunk counts, another birth, two successors", () => {
+  const cases: [string, RepoRecord, RepoRecord][] = [
+    ["another owner (tiers 6 to 8 decide those)", vueOld, { ...vueNew, key: "someone/core", name: "someone/core" }],
+    [
+      "a description with words of its own (mmrotate beside mmdetection)",
+      { ...vueOld, description: "OpenMMLab Rotated Object Detection Toolbox and Benchmark" },
+      { ...vueNew, description: "OpenMMLab Detection Toolbox and Benchmark" },
+    ],
+    ["both names still listed", { ...vueOld, lastSeen: "2026-03-01T00:00:00.000Z" }, vueNew],
+    ["fewer stars than the old name", vueOld, { ...vueNew, stars: 20_000 }],
+    ["fewer forks than the old name", vueOld, { ...vueNew, forks: 4_000 }],
+    ["created on another day (monero-gui beside monero)", { ...vueOld, createdAt: "2015-04-01T00:00:00Z" }, { ...vueNew, createdAt: "2014-04-30T00:00:00Z" }],
+    ["a personal description", { ...vueOld, description: "My Vue.js experiments and notes" }, { ...vueNew, description: "My Vue.js experiments and notes" }],
+  ];
+  for (const [why, older, newer] of cases) {
+    assert.equal(renamedInPlace(older, newer), false, why);
+    assert.equal(dedupeProjects([older, newer]).merged, 0, why);
+  }
+  // the same creation day is no obstacle, whatever the time of day a source wrote
+  assert.equal(renamedInPlace({ ...vueOld, createdAt: "2018-06-12T00:00:00Z" }, { ...vueNew, createdAt: "2018-06-12T13:49:36Z" }), true);
+  // two successors: "Moved to Polymer/tools monorepo" on several of the owner's repositories
+  const other = seen("vuejs/vue-3", vueAbout, 30_000, 5_000, "TypeScript", "2026-08-21");
+  assert.equal(dedupeProjects([vueOld, vueNew, other]).aliasOf.has("vuejs/vue-next"), false);
 });

@@ -22,7 +22,9 @@
  * stopped being seen while it was still being pushed to, to its one successor with a near-identical
  * description and grown counts (`getinsomnia/insomnia` → `kong/insomnia`: mergeSucceeded). An eighth
  * joins a name gone stale to the same repository under its owner's new name (`mui-org/material-ui` →
- * `mui/material-ui`, `radare/radare2` → `radareorg/radare2`: mergeOwnerRenamed).
+ * `mui/material-ui`, `radare/radare2` → `radareorg/radare2`: mergeOwnerRenamed). A ninth joins a stale
+ * name to its one successor under the same owner when the two describe themselves in nearly the same
+ * words (`vuejs/vue-next` → `vuejs/core`, `jdx/rtx` → `jdx/mise`: mergeRenamedInPlace).
  *
  * Same name and description is weak evidence when both are generic: 119 repositories named `ama` say
  * "Ask me anything!", and "My dotfiles" is everyone's. A group is left alone when it is large, when its
@@ -37,7 +39,7 @@
 import type { RepoRecord } from "../dataset/record.js";
 
 /** Bumped whenever the grouping rule changes: it is part of every point's content hash. */
-export const DEDUP_VERSION = 10;
+export const DEDUP_VERSION = 11;
 
 /** Groups larger than this are many people's same-named repositories, not one project. */
 export const MAX_GROUP = 8;
@@ -462,12 +464,20 @@ function sameNameGroups(records: readonly RepoRecord[], clusters: readonly RepoR
     const name = repoPart(r.key).toLowerCase();
     return (r.stars ?? 0) < TWIN_MIN_STARS || (!commonNames && holders.get(name)! >= COMMON_NAME_RECORDS) ? null : name;
   });
-  // The old name's whole cluster must have gone stale: marcelscruz/public-apis, still listed, shares
-  // its description with public-apis-dev/public-apis, which alone would pass for public-apis/public-apis.
+  return { groups, ...staleClusters(clusters) };
+}
+
+/**
+ * Tiers 6 to 9: each record's cluster, and `staleBefore(older, newer)`: the older name's whole cluster was
+ * last seen a year before the newer name. The whole cluster must have gone stale: marcelscruz/public-apis,
+ * still listed, shares its description with public-apis-dev/public-apis, which alone would pass for
+ * public-apis/public-apis.
+ */
+function staleClusters(clusters: readonly RepoRecord[][]) {
   const clusterOf = new Map<string, readonly RepoRecord[]>();
   for (const c of clusters) for (const r of c) clusterOf.set(r.key, c);
   const staleBefore = (older: RepoRecord, newer: RepoRecord) => (clusterOf.get(older.key) ?? [older]).every((r) => staleAYear(r, newer));
-  return { groups, clusterOf, staleBefore };
+  return { clusterOf, staleBefore };
 }
 
 /** Tier 6 (see movedHome): joins each stale name to the newer name it moved to, in key order. */
@@ -588,7 +598,13 @@ export function ownerRenamed(
 function mergeOwnerRenamed(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
   // A common name is no obstacle here: the owners' names, not the repository's, say who moved
   // (shadcn/ui → shadcn-ui/ui, on a name 17 records hold).
-  const { groups, staleBefore } = sameNameGroups(records, clusters, true);
+  const { groups, clusterOf } = sameNameGroups(records, clusters, true);
+  // The old name's cluster must have gone stale, except for records too little starred to be more than a
+  // trace of it: muellerberndt/mythril (53 stars, still listed) is the first name of Consensys/mythril,
+  // and it kept that name apart from ConsenSysDiligence/mythril. Only here: the owners' names are the
+  // evidence, where tier 7's word share alone would join simonw/til through a listed twin.
+  const staleBefore = (older: RepoRecord, newer: RepoRecord) =>
+    (clusterOf.get(older.key) ?? [older]).every((r) => (r !== older && (r.stars ?? 0) < TWIN_MIN_STARS) || staleAYear(r, newer));
   const join = clusterJoiner(clusters);
   for (const rs of groups) {
     if (rs.length < 2) continue;
@@ -596,14 +612,69 @@ function mergeOwnerRenamed(records: readonly RepoRecord[], clusters: RepoRecord[
   }
 }
 
+/** Tier 9: the descriptions' content words agree this much (shared over all, not over the shorter one's). */
+const IN_PLACE_MIN_JACCARD = 0.9;
+
+/**
+ * Tier 9: `newer` is `older` renamed within its owner (`vuejs/vue-next` → `vuejs/core`,
+ * `home-assistant/home-assistant` → `home-assistant/core`, `vercel/turbo` → `vercel/turborepo`,
+ * `jdx/rtx` → `jdx/mise`). Every tier above compares records of one repository part, so a rename of the
+ * repository itself stayed two results. The repository's name says nothing here, so the description
+ * must: the two share at least 90 % of all their content words (lightly stemmed; Jaccard, so a
+ * description that adds a word of its own, "OpenMMLab Rotated Object Detection Toolbox" beside
+ * "OpenMMLab Detection Toolbox", or a platform, "…location APIs…" beside "…camera APIs…", falls short),
+ * each with at least three, the older one not personal. Besides: same owner, the older with
+ * ≥ TWIN_MIN_STARS stars and its whole cluster last seen a year before the newer name, the newer with at
+ * least its stars and its forks (where both are known), the same creation date where both are known (a day apart
+ * at most: date-only sources write midnight), and exactly one such successor among the owner's
+ * repositories (the Polymer tools that each say "Moved to Polymer/tools monorepo" have several).
+ * Precision, labelled by hand on every merge: bench/dedup-labels.md.
+ */
+export function renamedInPlace(
+  older: Pick<RepoRecord, "key" | "stars" | "forks" | "description" | "lastSeen" | "createdAt">,
+  newer: Pick<RepoRecord, "key" | "stars" | "forks" | "description" | "lastSeen" | "createdAt">,
+): boolean {
+  if (ownerPart(older.key).toLowerCase() !== ownerPart(newer.key).toLowerCase()) return false;
+  if (repoPart(older.key).toLowerCase() === repoPart(newer.key).toLowerCase()) return false;
+  if ((older.stars ?? 0) < TWIN_MIN_STARS || (newer.stars ?? 0) < (older.stars ?? 0)) return false;
+  if (older.forks !== null && newer.forks !== null && newer.forks < older.forks) return false;
+  if (!staleAYear(older, newer)) return false;
+  // A rename keeps the creation date; a sibling repository has its own (monero-gui, 2015, beside monero, 2014).
+  if (older.createdAt !== null && newer.createdAt !== null && Math.abs(daysBetween(older.createdAt, newer.createdAt)) > 1) return false;
+  if (personal(descriptionWords(older.description ?? ""))) return false;
+  const wa = contentWords(older.description);
+  const wb = contentWords(newer.description);
+  if (wa.size < SUCCEEDED_MIN_WORDS || wb.size < SUCCEEDED_MIN_WORDS) return false;
+  let shared = 0;
+  for (const w of wa) if (wb.has(w)) shared++;
+  return shared / (wa.size + wb.size - shared) >= IN_PLACE_MIN_JACCARD;
+}
+
+/** Tier 9 (see renamedInPlace): joins each stale name to its one successor under the same owner, in key order. */
+function mergeRenamedInPlace(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
+  const { clusterOf, staleBefore } = staleClusters(clusters);
+  const groups = groupsInKeyOrder(records, (r) => ((r.stars ?? 0) < TWIN_MIN_STARS ? null : ownerPart(r.key).toLowerCase()));
+  const join = clusterJoiner(clusters);
+  for (const rs of groups) {
+    if (rs.length < 2) continue;
+    for (const older of rs) {
+      const own = clusterOf.get(older.key);
+      const next = rs.filter(
+        (newer) => newer !== older && (own === undefined || !own.includes(newer)) && renamedInPlace(older, newer) && staleBefore(older, newer),
+      );
+      if (new Set(next.map((r) => clusterOf.get(r.key) ?? r)).size === 1) join(next[0]!, older);
+    }
+  }
+}
+
 export interface DedupOptions {
-  /** The last tier to run (1–8, default 8): `npm run eval:dedup` tells each tier's merges apart with it. */
-  readonly tiers?: 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8;
+  /** The last tier to run (1–9, default 9): `npm run eval:dedup` tells each tier's merges apart with it. */
+  readonly tiers?: 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
 }
 
 /** Merges duplicate projects (see the module comment). `records` must have unique keys. */
 export function dedupeProjects(records: readonly RepoRecord[], options: DedupOptions = {}): DedupResult {
-  const tiers = options.tiers ?? 8;
+  const tiers = options.tiers ?? 9;
   const nameRecords = new Map<string, number>();
   for (const r of records) {
     const repo = repoPart(r.key);
@@ -652,6 +723,8 @@ export function dedupeProjects(records: readonly RepoRecord[], options: DedupOpt
   if (tiers >= 7) mergeSucceeded(records, clusters);
   // Tier 8: a stale name joins the same repository under its owner's new name.
   if (tiers >= 8) mergeOwnerRenamed(records, clusters);
+  // Tier 9: a stale name joins its one successor under the same owner, by the description alone.
+  if (tiers >= 9) mergeRenamedInPlace(records, clusters);
   const canonical = new Map<string, RepoRecord>();
   const aliasOf = new Map<string, string>();
   for (const c of clusters) {
