@@ -403,38 +403,24 @@ async function main(): Promise<void> {
   for (const run of [shippedRun, rerankRun]) {
     for (const ranked of run.rankings.values()) {
       listsChecked++;
-      const byName = new Map<string, string[]>();
-      for (const k of ranked) {
-        const group = byName.get(repoPart(k));
-        if (group) group.push(k);
-        else byName.set(repoPart(k), [k]);
-      }
       let twinsHere = 0;
-      // Each pair of one repository part once: a transfer by the tiers' tests, else a well-known same-name pair.
       let sameNameHere = 0;
-      for (const keys of byName.values())
-        for (let i = 0; i < keys.length; i++)
-          for (let j = i + 1; j < keys.length; j++) {
-            const [a, b] = [payloadOf.get(keys[i]!)!, payloadOf.get(keys[j]!)!];
-            if (oneRepository(a, b)) {
-              twinsHere++;
-              twinExamples.add(`${keys[i]} = ${keys[j]}`);
-              continue;
-            }
-            if ((a.stars ?? 0) < SAME_NAME_MIN_STARS || (b.stars ?? 0) < SAME_NAME_MIN_STARS) continue;
-            if (identity.get(a.key) !== null && identity.get(a.key) === identity.get(b.key)) continue;
-            sameNameHere++;
-            const pair = [a.key, b.key].sort().join(" = ");
-            sameNameLists.set(pair, (sameNameLists.get(pair) ?? 0) + 1);
-          }
-      // A repository renamed within its owner: other repository parts, so checked over every pair.
+      // Each pair once: one repository part, a transfer by the tiers' tests, else a well-known same-name
+      // pair; two parts, a repository renamed within its owner.
       for (let i = 0; i < ranked.length; i++)
         for (let j = i + 1; j < ranked.length; j++) {
           const [a, b] = [payloadOf.get(ranked[i]!)!, payloadOf.get(ranked[j]!)!];
-          if (repoPart(a.key) !== repoPart(b.key) && (renamedInPlace(a, b) || renamedInPlace(b, a))) {
+          const sameName = repoPart(a.key) === repoPart(b.key);
+          if (sameName ? oneRepository(a, b) : renamedInPlace(a, b) || renamedInPlace(b, a)) {
             twinsHere++;
             twinExamples.add(`${ranked[i]} = ${ranked[j]}`);
+            continue;
           }
+          if (!sameName || (a.stars ?? 0) < SAME_NAME_MIN_STARS || (b.stars ?? 0) < SAME_NAME_MIN_STARS) continue;
+          if (identity.get(a.key) !== null && identity.get(a.key) === identity.get(b.key)) continue;
+          sameNameHere++;
+          const pair = [a.key, b.key].sort().join(" = ");
+          sameNameLists.set(pair, (sameNameLists.get(pair) ?? 0) + 1);
         }
       twinPairs += twinsHere;
       if (twinsHere) listsWithTwins++;

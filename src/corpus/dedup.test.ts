@@ -4,6 +4,21 @@ import { rec } from "../../test/support/test-records.js";
 import type { RepoRecord } from "../dataset/record.js";
 import { dedupeProjects, descriptionWords, genericReason, movedHome, ownerRenamed, renamedInPlace, sameBirth, succeeded, twins } from "./dedup.js";
 
+/** Whatever the input order, `newer` is the one project and `older` its alias. */
+function assertJoined(older: RepoRecord, newer: RepoRecord): void {
+  for (const order of [
+    [older, newer],
+    [newer, older],
+  ]) {
+    const d = dedupeProjects(order);
+    assert.deepEqual(
+      d.records.map((r) => r.key),
+      [newer.key],
+    );
+    assert.deepEqual(d.records[0]!.aliases, [older.name]);
+  }
+}
+
 const react = (name: string, extra: Partial<RepoRecord>) => rec(name, "The library for web and native user interfaces.", extra);
 
 test("merges a renamed project into its newest record, which keeps the others as aliases", () => {
@@ -335,17 +350,7 @@ const nvmNew = seen(
 );
 
 test("tier 6 joins a name gone stale to the organisation named after the project", () => {
-  for (const order of [
-    [nvmOld, nvmNew],
-    [nvmNew, nvmOld],
-  ]) {
-    const d = dedupeProjects(order);
-    assert.deepEqual(
-      d.records.map((r) => r.key),
-      ["nvm-sh/nvm"],
-    );
-    assert.deepEqual(d.records[0]!.aliases, ["creationix/nvm"]);
-  }
+  assertJoined(nvmOld, nvmNew);
   assert.equal(dedupeProjects([nvmOld, nvmNew], { tiers: 5 }).merged, 0, "the description changed and the counts moved: no earlier tier joins them");
   // a project rewritten in TypeScript on the way keeps its identity
   const umamiOld = seen(
@@ -434,17 +439,7 @@ const insomniaNew = seen("Kong/insomnia", "The open-source, cross-platform API c
 test("tier 7 joins a name that vanished mid-work to its one successor, whoever owns it", () => {
   assert.equal(succeeded(insomniaOld, insomniaNew), true);
   assert.equal(succeeded(insomniaNew, insomniaOld), false, "the newer name is the one that stays");
-  for (const order of [
-    [insomniaOld, insomniaNew],
-    [insomniaNew, insomniaOld],
-  ]) {
-    const d = dedupeProjects(order);
-    assert.deepEqual(
-      d.records.map((r) => r.key),
-      ["kong/insomnia"],
-    );
-    assert.deepEqual(d.records[0]!.aliases, ["getinsomnia/insomnia"]);
-  }
+  assertJoined(insomniaOld, insomniaNew);
   // tiers 1–6 keep the pair apart: another owner not named after the project, another wording
   assert.equal(dedupeProjects([insomniaOld, insomniaNew], { tiers: 6 }).merged, 0);
   // an unknown last push is no evidence against a move
@@ -487,17 +482,7 @@ const muiNew = seen(
 test("tier 8 joins a stale name to the same repository under its owner's new name", () => {
   assert.equal(ownerRenamed(muiOld, muiNew), true);
   assert.equal(ownerRenamed(muiNew, muiOld), false, "the newer name is the one that stays");
-  for (const order of [
-    [muiOld, muiNew],
-    [muiNew, muiOld],
-  ]) {
-    const d = dedupeProjects(order);
-    assert.deepEqual(
-      d.records.map((r) => r.key),
-      ["mui/material-ui"],
-    );
-    assert.deepEqual(d.records[0]!.aliases, ["mui-org/material-ui"]);
-  }
+  assertJoined(muiOld, muiNew);
   assert.equal(dedupeProjects([muiOld, muiNew], { tiers: 7 }).merged, 0, "tiers 1–7 keep the pair apart");
   // a hyphen is no new owner: mermaidjs → mermaid-js
   const live = (name: string, description: string, stars: number, lastSeen: string) => seen(name, description, stars, null, null, lastSeen);
@@ -577,17 +562,7 @@ const vueNew = seen("vuejs/core", vueAbout, 54_229, 9_188, "TypeScript", "2026-0
 test("tier 9 joins a stale name to its one successor under the same owner", () => {
   assert.equal(renamedInPlace(vueOld, vueNew), true);
   assert.equal(renamedInPlace(vueNew, vueOld), false, "the newer name is the one that stays");
-  for (const order of [
-    [vueOld, vueNew],
-    [vueNew, vueOld],
-  ]) {
-    const d = dedupeProjects(order);
-    assert.deepEqual(
-      d.records.map((r) => r.key),
-      ["vuejs/core"],
-    );
-    assert.deepEqual(d.records[0]!.aliases, ["vuejs/vue-next"]);
-  }
+  assertJoined(vueOld, vueNew);
   assert.equal(dedupeProjects([vueOld, vueNew], { tiers: 8 }).merged, 0, "tiers 1–8 keep the pair apart");
   // a word added still counts: 90 % of all the words (lipis/flag-icon-css → lipis/flag-icons)
   assert.equal(

@@ -320,9 +320,19 @@ export function twins(a: Pick<RepoRecord, "key" | "stars" | "forks" | "descripti
 
 /** The share of the smaller word set that the other holds (both non-empty). */
 function sharedShare(wa: ReadonlySet<string>, wb: ReadonlySet<string>): number {
+  return sharedCount(wa, wb) / Math.min(wa.size, wb.size);
+}
+
+/** The share of all the words of two sets that both hold (Jaccard; both non-empty). */
+function jaccard(wa: ReadonlySet<string>, wb: ReadonlySet<string>): number {
+  const shared = sharedCount(wa, wb);
+  return shared / (wa.size + wb.size - shared);
+}
+
+function sharedCount(wa: ReadonlySet<string>, wb: ReadonlySet<string>): number {
   let shared = 0;
   for (const w of wa) if (wb.has(w)) shared++;
-  return shared / Math.min(wa.size, wb.size);
+  return shared;
 }
 
 /** Tier 4 (see twins): joins the clusters (or lone records) of twin records, in key order so the result is order-independent. */
@@ -452,9 +462,13 @@ function stem(w: string): string {
 /**
  * Tiers 6 to 8 compare records of one repository part with ≥ TWIN_MIN_STARS stars, in key order; on a
  * name held by fewer than COMMON_NAME_RECORDS records unless `commonNames`. `staleBefore`: the older
- * name's whole cluster so far was last seen a year before the newer name.
+ * name's whole cluster so far was last seen a year before the newer name (staleClusters, with `traceBelowStars`).
  */
-function sameNameGroups(records: readonly RepoRecord[], clusters: readonly RepoRecord[][], commonNames = false) {
+function sameNameGroups(
+  records: readonly RepoRecord[],
+  clusters: readonly RepoRecord[][],
+  { commonNames = false, traceBelowStars = 0 }: { commonNames?: boolean; traceBelowStars?: number } = {},
+) {
   const holders = new Map<string, number>();
   for (const r of records) {
     const name = repoPart(r.key).toLowerCase();
@@ -464,20 +478,43 @@ function sameNameGroups(records: readonly RepoRecord[], clusters: readonly RepoR
     const name = repoPart(r.key).toLowerCase();
     return (r.stars ?? 0) < TWIN_MIN_STARS || (!commonNames && holders.get(name)! >= COMMON_NAME_RECORDS) ? null : name;
   });
-  return { groups, ...staleClusters(clusters) };
+  return { groups, ...staleClusters(clusters, traceBelowStars) };
 }
 
 /**
  * Tiers 6 to 9: each record's cluster, and `staleBefore(older, newer)`: the older name's whole cluster was
  * last seen a year before the newer name. The whole cluster must have gone stale: marcelscruz/public-apis,
  * still listed, shares its description with public-apis-dev/public-apis, which alone would pass for
- * public-apis/public-apis.
+ * public-apis/public-apis. A member other than the older name with fewer than `traceBelowStars` stars is
+ * a trace of the project, not a living repository, and does not count (tier 8 alone sets it).
  */
-function staleClusters(clusters: readonly RepoRecord[][]) {
+function staleClusters(clusters: readonly RepoRecord[][], traceBelowStars = 0) {
   const clusterOf = new Map<string, readonly RepoRecord[]>();
   for (const c of clusters) for (const r of c) clusterOf.set(r.key, c);
-  const staleBefore = (older: RepoRecord, newer: RepoRecord) => (clusterOf.get(older.key) ?? [older]).every((r) => staleAYear(r, newer));
+  const staleBefore = (older: RepoRecord, newer: RepoRecord) =>
+    (clusterOf.get(older.key) ?? [older]).every((r) => (r !== older && (r.stars ?? 0) < traceBelowStars) || staleAYear(r, newer));
   return { clusterOf, staleBefore };
+}
+
+/**
+ * Tiers 7 and 9: joins each record of each group to its one successor (`isSuccessor(older, newer)`), in
+ * key order. Two records of one project (a cluster) count as one successor; with two or more, the older
+ * name is nobody's in particular and stays apart.
+ */
+function joinOneSuccessor(
+  groups: readonly RepoRecord[][],
+  clusters: RepoRecord[][],
+  clusterOf: ReadonlyMap<string, readonly RepoRecord[]>,
+  isSuccessor: (older: RepoRecord, newer: RepoRecord) => boolean,
+): void {
+  const join = clusterJoiner(clusters);
+  for (const rs of groups) {
+    if (rs.length < 2) continue;
+    for (const older of rs) {
+      const next = rs.filter((newer) => newer !== older && isSuccessor(older, newer));
+      if (new Set(next.map((r) => clusterOf.get(r.key) ?? r)).size === 1) join(next[0]!, older);
+    }
+  }
 }
 
 /** Tier 6 (see movedHome): joins each stale name to the newer name it moved to, in key order. */
@@ -549,15 +586,7 @@ export function succeeded(
 /** Tier 7 (see succeeded): joins each stale name to its one successor, in key order. */
 function mergeSucceeded(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
   const { groups, clusterOf, staleBefore } = sameNameGroups(records, clusters);
-  const join = clusterJoiner(clusters);
-  for (const rs of groups) {
-    if (rs.length < 2) continue;
-    for (const older of rs) {
-      const next = rs.filter((newer) => newer !== older && succeeded(older, newer) && staleBefore(older, newer));
-      // One successor: two records of one project (a cluster) count once.
-      if (new Set(next.map((r) => clusterOf.get(r.key) ?? r)).size === 1) join(next[0]!, older);
-    }
-  }
+  joinOneSuccessor(groups, clusters, clusterOf, (older, newer) => succeeded(older, newer) && staleBefore(older, newer));
 }
 
 /** Tier 8: the descriptions share at least this share of the shorter one's content words. */
@@ -598,13 +627,11 @@ export function ownerRenamed(
 function mergeOwnerRenamed(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
   // A common name is no obstacle here: the owners' names, not the repository's, say who moved
   // (shadcn/ui → shadcn-ui/ui, on a name 17 records hold).
-  const { groups, clusterOf } = sameNameGroups(records, clusters, true);
   // The old name's cluster must have gone stale, except for records too little starred to be more than a
   // trace of it: muellerberndt/mythril (53 stars, still listed) is the first name of Consensys/mythril,
   // and it kept that name apart from ConsenSysDiligence/mythril. Only here: the owners' names are the
   // evidence, where tier 7's word share alone would join simonw/til through a listed twin.
-  const staleBefore = (older: RepoRecord, newer: RepoRecord) =>
-    (clusterOf.get(older.key) ?? [older]).every((r) => (r !== older && (r.stars ?? 0) < TWIN_MIN_STARS) || staleAYear(r, newer));
+  const { groups, staleBefore } = sameNameGroups(records, clusters, { commonNames: true, traceBelowStars: TWIN_MIN_STARS });
   const join = clusterJoiner(clusters);
   for (const rs of groups) {
     if (rs.length < 2) continue;
@@ -644,27 +671,16 @@ export function renamedInPlace(
   if (personal(descriptionWords(older.description ?? ""))) return false;
   const wa = contentWords(older.description);
   const wb = contentWords(newer.description);
-  if (wa.size < SUCCEEDED_MIN_WORDS || wb.size < SUCCEEDED_MIN_WORDS) return false;
-  let shared = 0;
-  for (const w of wa) if (wb.has(w)) shared++;
-  return shared / (wa.size + wb.size - shared) >= IN_PLACE_MIN_JACCARD;
+  return wa.size >= SUCCEEDED_MIN_WORDS && wb.size >= SUCCEEDED_MIN_WORDS && jaccard(wa, wb) >= IN_PLACE_MIN_JACCARD;
 }
 
 /** Tier 9 (see renamedInPlace): joins each stale name to its one successor under the same owner, in key order. */
 function mergeRenamedInPlace(records: readonly RepoRecord[], clusters: RepoRecord[][]): void {
   const { clusterOf, staleBefore } = staleClusters(clusters);
   const groups = groupsInKeyOrder(records, (r) => ((r.stars ?? 0) < TWIN_MIN_STARS ? null : ownerPart(r.key).toLowerCase()));
-  const join = clusterJoiner(clusters);
-  for (const rs of groups) {
-    if (rs.length < 2) continue;
-    for (const older of rs) {
-      const own = clusterOf.get(older.key);
-      const next = rs.filter(
-        (newer) => newer !== older && (own === undefined || !own.includes(newer)) && renamedInPlace(older, newer) && staleBefore(older, newer),
-      );
-      if (new Set(next.map((r) => clusterOf.get(r.key) ?? r)).size === 1) join(next[0]!, older);
-    }
-  }
+  // A record of the older name's own cluster is no successor of it.
+  const ownCluster = (older: RepoRecord, newer: RepoRecord) => clusterOf.get(older.key)?.includes(newer) ?? false;
+  joinOneSuccessor(groups, clusters, clusterOf, (older, newer) => !ownCluster(older, newer) && renamedInPlace(older, newer) && staleBefore(older, newer));
 }
 
 export interface DedupOptions {
