@@ -549,3 +549,14 @@ function assertLittleEndian(): void {
   // The binary form is little-endian and loaded as native typed-array views.
   if (!LITTLE_ENDIAN) throw new Error("lexical index: big-endian platforms are not supported");
 }
+
+/**
+ * The format version in a serialised index's header, or null when the bytes are not a lexical index.
+ * A segment whose index is of an older version (another analyzer) re-analyses its payloads instead of
+ * refusing to load (segment.ts).
+ */
+export function lexicalFormatOf(bytes: Uint8Array): number | null {
+  if (!(bytes instanceof Uint8Array) || bytes.length < HEADER_BYTES) return null;
+  for (let i = 0; i < MAGIC.length; i++) if (bytes[i] !== MAGIC[i]) return null;
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(4, true);
+}

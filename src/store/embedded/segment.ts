@@ -14,7 +14,7 @@ import type { Point, PointId } from "../types.js";
 import { prepareDense, type DenseData } from "./dense.js";
 import { fsyncDir, writeFileDurable, type FileData } from "./fsutil.js";
 import { HnswGraph, type HnswParams } from "./hnsw.js";
-import { LexicalIndex, lexicalDocOf } from "./lexical.js";
+import { LEXICAL_FORMAT_VERSION, LexicalIndex, lexicalDocOf, lexicalFormatOf } from "./lexical.js";
 import { PayloadIndex } from "./payload-index.js";
 import { PackedRankColumns } from "./rank-columns.js";
 import {
@@ -123,6 +123,12 @@ export class Segment {
     readonly payloadIndex: PayloadIndex,
     /** Per-value graphs of keyword fields (subgraphs.ts). */
     readonly subgraphs: readonly Subgraph[],
+    /**
+     * True when lexical.bin was written by an older analyzer and the lexical index was rebuilt from the
+     * payloads at load: the segment answers as a fresh one would, and the next commit publishes even
+     * when no point changed, so the rebuilt index reaches disk.
+     */
+    readonly lexicalReanalysed = false,
   ) {
     this.version = meta.version;
     this.count = meta.count;
@@ -300,16 +306,21 @@ export class Segment {
     const vectors = float32View(data["vectors.f32"]);
     let graph: HnswGraph | null = null;
     let lexical: LexicalIndex | null = null;
+    let reanalysed = false;
     const sub = data["subgraphs.bin"] as Buffer | undefined; // absent in format version 1
     const subgraphs = sub === undefined ? [] : decode(dir, "subgraphs.bin", () => deserializeSubgraphs(sub, count, dims));
     if (count > 0) {
       graph = decode(dir, "hnsw.bin", () => HnswGraph.deserialize(data["hnsw.bin"]));
-      lexical = decode(dir, "lexical.bin", () => LexicalIndex.deserialize(data["lexical.bin"]));
+      // An index written by an older analyzer is re-analysed from the payloads rather than refused
+      // (14 s for the full index on two busy cores): an upgrade serves its existing index at once.
+      const format = lexicalFormatOf(data["lexical.bin"]);
+      reanalysed = format !== null && format < LEXICAL_FORMAT_VERSION;
+      lexical = reanalysed ? LexicalIndex.build(payloads.map(lexicalDocOf)) : decode(dir, "lexical.bin", () => LexicalIndex.deserialize(data["lexical.bin"]));
       if (lexical.docCount !== count) throw new IndexFormatError(dir, `lexical.bin indexes ${lexical.docCount} documents, expected ${count}`);
     }
     return decode(dir, "ids.json/payloads.json", () => {
       const payloadIndex = PayloadIndex.build(ids, payloads);
-      return new Segment(manifest, ids, payloads, vectors, graph, lexical, payloadIndex, subgraphs);
+      return new Segment(manifest, ids, payloads, vectors, graph, lexical, payloadIndex, subgraphs, reanalysed);
     });
   }
 }

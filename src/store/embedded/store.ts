@@ -272,6 +272,11 @@ export class EmbeddedStore implements VectorStore {
         const seg = await Segment.load(this.dir.versionDir(label), { verifyChecksums: this.opts.verifyChecksums, expectVersion: label });
         const swapped = this.swapIn(seg);
         this.log.info("index version loaded", { version: label, count: seg.count, loadMs: Math.round(performance.now() - started), swapped });
+        if (seg.lexicalReanalysed) {
+          this.log.warn("the index's lexical part was written by an older analyzer and was rebuilt from its payloads; the next index run publishes it", {
+            version: label,
+          });
+        }
         return swapped;
       } catch (err) {
         if (attempt < 3 && (await this.dir.readCurrent()) !== label) continue;

@@ -1,5 +1,6 @@
 import { seededRandom } from "../../common/random.js";
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -9,6 +10,7 @@ import { Logger, setLogSink, type LogSink } from "../../common/logger.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Point } from "../types.js";
 import { EmbeddedStore } from "./store.js";
+import { LEXICAL_FORMAT_VERSION, lexicalFormatOf } from "./lexical.js";
 import { decodeChunk, encodeChunk } from "./writer.js";
 
 const DIMS = 16;
@@ -168,6 +170,38 @@ describe("EmbeddedWriter", () => {
     const got = await c.retrieve(range(0, 80).map((p) => p.id));
     assert.ok(got.every((p) => p !== null));
     assert.equal(await exists(path.join(dataDir, "index", "LOCK")), false);
+  });
+
+  it("publishes a version whose lexical index an older analyzer wrote, even when no point changed", async () => {
+    const dataDir = freshDataDir();
+    const store = await openStore(dataDir, 5);
+    const w = await store.openWriter({ writerId: "main", dims: DIMS, embedderId: EMB });
+    await w.upsert(range(0, 20));
+    assert.equal((await w.commit()).version, "v000001");
+    await store.close();
+    // v000001's lexical.bin now says the previous format, as an index from before an analyzer change would.
+    const dir = path.join(dataDir, "index", "versions", "v000001");
+    const bytes = await readFile(path.join(dir, "lexical.bin"));
+    bytes.writeUInt32LE(LEXICAL_FORMAT_VERSION - 1, 4);
+    await writeFile(path.join(dir, "lexical.bin"), bytes);
+    const manifest = JSON.parse(await readFile(path.join(dir, "manifest.json"), "utf8")) as { files: Record<string, { sha256: string }> };
+    manifest.files["lexical.bin"]!.sha256 = createHash("sha256").update(bytes).digest("hex");
+    await writeFile(path.join(dir, "manifest.json"), JSON.stringify(manifest));
+
+    const reopened = await openStore(dataDir, 5);
+    assert.equal((await reopened.info()).count, 20, "the old version is served, re-analysed");
+    assert.ok(logs.some((l) => l.includes("written by an older analyzer")));
+    const w2 = await reopened.openWriter({ writerId: "main", dims: DIMS, embedderId: EMB });
+    await w2.upsert(range(0, 20)); // same hashes
+    assert.deepEqual(await w2.commit(), { version: "v000002", upserted: 0, deleted: 0, published: true });
+    const fresh = await readFile(path.join(dataDir, "index", "versions", "v000002", "lexical.bin"));
+    assert.equal(lexicalFormatOf(fresh), LEXICAL_FORMAT_VERSION);
+    assert.equal(reopened.currentSegment()?.lexicalReanalysed, false);
+    // From then on an unchanged run publishes nothing again.
+    const w3 = await reopened.openWriter({ writerId: "main", dims: DIMS, embedderId: EMB });
+    await w3.upsert(range(0, 20));
+    assert.equal((await w3.commit()).published, false);
+    await reopened.close();
   });
 
   it("publishes nothing when nothing changes, and counts real changes", async () => {

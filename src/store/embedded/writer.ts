@@ -423,7 +423,7 @@ export class EmbeddedWriter implements StoreWriter {
       onProgress("merge", 0, 1);
       const { points, upserted, deleted } = this.merge(base);
       onProgress("merge", 1, 1);
-      if (upserted === 0 && deleted === 0) {
+      if (upserted === 0 && deleted === 0 && !base?.lexicalReanalysed) {
         await this.dropStaging();
         this.log.info("nothing to publish", { version: published?.version ?? null });
         return { version: published?.version ?? null, upserted: 0, deleted: 0, published: false };
