@@ -57,7 +57,7 @@ export const DEFAULT_LEXICAL_PARAMS: LexicalParams = Object.freeze({
 });
 
 /** Bump whenever the layout or the analyzer's output changes: old files must be rebuilt. */
-export const LEXICAL_FORMAT_VERSION = 2;
+export const LEXICAL_FORMAT_VERSION = 3;
 /** BM25's idf, ln(1 + (N − df + 0.5) / (df + 0.5)): the embedded index and Qdrant's `idf` modifier alike. */
 export function bm25Idf(docCount: number, docFreq: number): number {
   return Math.log(1 + (docCount - docFreq + 0.5) / (docFreq + 0.5));

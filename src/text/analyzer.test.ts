@@ -53,6 +53,29 @@ test("the default analyzer stems with Porter", () => {
   assert.deepEqual(analyze("libraries"), analyze("library"));
 });
 
+test("the default analyzer keeps apart words Porter gives one stem but software text two meanings", () => {
+  const pairs: [string, string][] = [
+    ["container orchestration", "contains everything"],
+    ["game engineering", "game engine"],
+    ["Windows", "window"],
+    ["relational", "related"],
+    ["news", "new"],
+    ["IDE", "IDs"],
+    ["general", "generator"],
+    ["operators", "operations"],
+  ];
+  for (const [a, b] of pairs) {
+    const [x, y] = [analyze(a), analyze(b)];
+    assert.ok(!x.some((t) => y.includes(t) && t !== "game"), `${a} ${JSON.stringify(x)} / ${b} ${JSON.stringify(y)}`);
+  }
+  // Forms of one meaning still share a term.
+  assert.deepEqual(analyze("containers containerized container"), ["container", "container", "container"]);
+  assert.deepEqual(analyze("engineers engineering"), ["engineer", "engineer"]);
+  assert.equal(analyze("generators")[0], analyze("generate")[0]);
+  // The override is the default analyzer's, not Porter's: porterStem itself still follows the paper.
+  assert.equal(porterStem("containers"), "contain");
+});
+
 test("Porter stemmer reproduces the examples of Porter (1980)", () => {
   const cases: [string, string][] = [
     ["caresses", "caress"],

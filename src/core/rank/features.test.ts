@@ -150,7 +150,7 @@ describe("ranking features", () => {
   it("head_coverage is the coverage of the words before the query's qualifiers, head_said whether the head noun is said", () => {
     // "relational database for java": an ORM says relational and java, a database server says database.
     const terms = [
-      { term: "relat", idf: 2 },
+      { term: "relational", idf: 2 },
       { term: "databas", idf: 1 },
       { term: "java", idf: 1.5 },
     ];
