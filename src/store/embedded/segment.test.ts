@@ -1,7 +1,6 @@
 import { seededRandom } from "../../common/random.js";
 import assert from "node:assert/strict";
 import { isAscii } from "node:buffer";
-import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,6 +9,7 @@ import { pointIdFor } from "../../common/hash.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Point } from "../types.js";
 import { exactSearch } from "./dense.js";
+import { setLexicalFormat } from "../../../test/support/segment-files.js";
 import { LEXICAL_FORMAT_VERSION, lexicalFormatOf } from "./lexical.js";
 import { IndexFormatError, Segment, SEGMENT_FILES } from "./segment.js";
 
@@ -145,25 +145,15 @@ describe("Segment", () => {
     await built.writeTo(dir);
     assert.equal((await Segment.load(dir)).lexicalReanalysed, false);
     // The same files with lexical.bin's header saying the previous format (and a manifest to match).
-    const file = path.join(dir, "lexical.bin");
-    const bytes = await readFile(file);
-    assert.equal(lexicalFormatOf(bytes), LEXICAL_FORMAT_VERSION);
-    bytes.writeUInt32LE(LEXICAL_FORMAT_VERSION - 1, 4);
-    await writeFile(file, bytes);
-    const manifestFile = path.join(dir, "manifest.json");
-    const manifest = JSON.parse(await readFile(manifestFile, "utf8")) as { files: Record<string, { bytes: number; sha256: string }> };
-    manifest.files["lexical.bin"]!.sha256 = createHash("sha256").update(bytes).digest("hex");
-    await writeFile(manifestFile, JSON.stringify(manifest));
+    assert.equal(lexicalFormatOf(await readFile(path.join(dir, "lexical.bin"))), LEXICAL_FORMAT_VERSION);
+    await setLexicalFormat(dir, LEXICAL_FORMAT_VERSION - 1);
     const loaded = await Segment.load(dir);
     assert.equal(loaded.lexicalReanalysed, true);
     const hits = loaded.lexical!.search("vector database", 10, null);
     assert.equal(hits.length, 10);
     assert.deepEqual(hits, built.lexical!.search("vector database", 10, null));
     // A newer format than this build knows is still refused.
-    bytes.writeUInt32LE(LEXICAL_FORMAT_VERSION + 1, 4);
-    await writeFile(file, bytes);
-    manifest.files["lexical.bin"]!.sha256 = createHash("sha256").update(bytes).digest("hex");
-    await writeFile(manifestFile, JSON.stringify(manifest));
+    await setLexicalFormat(dir, LEXICAL_FORMAT_VERSION + 1);
     await assert.rejects(Segment.load(dir), (err: unknown) => err instanceof IndexFormatError && /format version/.test(err.message));
   });
 

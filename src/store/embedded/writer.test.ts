@@ -1,6 +1,5 @@
 import { seededRandom } from "../../common/random.js";
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -9,6 +8,7 @@ import { pointIdFor } from "../../common/hash.js";
 import { Logger, setLogSink, type LogSink } from "../../common/logger.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Point } from "../types.js";
+import { setLexicalFormat } from "../../../test/support/segment-files.js";
 import { EmbeddedStore } from "./store.js";
 import { LEXICAL_FORMAT_VERSION, lexicalFormatOf } from "./lexical.js";
 import { decodeChunk, encodeChunk } from "./writer.js";
@@ -180,13 +180,7 @@ describe("EmbeddedWriter", () => {
     assert.equal((await w.commit()).version, "v000001");
     await store.close();
     // v000001's lexical.bin now says the previous format, as an index from before an analyzer change would.
-    const dir = path.join(dataDir, "index", "versions", "v000001");
-    const bytes = await readFile(path.join(dir, "lexical.bin"));
-    bytes.writeUInt32LE(LEXICAL_FORMAT_VERSION - 1, 4);
-    await writeFile(path.join(dir, "lexical.bin"), bytes);
-    const manifest = JSON.parse(await readFile(path.join(dir, "manifest.json"), "utf8")) as { files: Record<string, { sha256: string }> };
-    manifest.files["lexical.bin"]!.sha256 = createHash("sha256").update(bytes).digest("hex");
-    await writeFile(path.join(dir, "manifest.json"), JSON.stringify(manifest));
+    await setLexicalFormat(path.join(dataDir, "index", "versions", "v000001"), LEXICAL_FORMAT_VERSION - 1);
 
     const reopened = await openStore(dataDir, 5);
     assert.equal((await reopened.info()).count, 20, "the old version is served, re-analysed");
