@@ -619,6 +619,23 @@ describe("one project, one result (renamed repositories)", () => {
   });
 });
 
+describe("what Debian says a project is (src/corpus/packages.ts)", () => {
+  // Among the dataset's first 2,000 records: git/git, whose own description is a mirror notice
+  // ("Git Source Code Mirror - This is a publish-only repository …"), and Debian's git package,
+  // "fast, scalable, distributed revision control system", joined by the owner's namesake.
+  it("the package description is on the payload, finds the project and is named in its evidence", async () => {
+    const [git] = await refStore.retrieve([pointIdFor("git/git")]);
+    assert.ok(git, "git/git not indexed");
+    assert.doesNotMatch(String(git.description), /revision/i);
+    assert.match(String(git.packaged), /distributed revision control system/);
+    const res = await client.search({ query: "distributed revision control", limit: 10, filters: { categories: [] } });
+    const hit = res.results.find((r) => r.name === "git/git");
+    assert.ok(hit, res.results.map((r) => r.name).join(", "));
+    const line = hit.evidence.find((e) => e.startsWith("Matched terms in"));
+    assert.match(String(line), /its Debian package description \([^)]*\brevision\b/, JSON.stringify(hit.evidence));
+  });
+});
+
 describe("dense stage beam (DENSE_EF_SEARCH)", () => {
   it("the engine's dense stage asks the store for DENSE_EF_SEARCH, not the store's own efSearch", async () => {
     const config = loadConfig(coreEnv({ DENSE_EF_SEARCH: "24", HNSW_EF_SEARCH: "200" }));

@@ -98,4 +98,19 @@ describe("evidence from other names and from the corpus", () => {
     const [line] = evidence(p, "stedolan jq for shell pipelines");
     assert.equal(line, "Matched terms in name (jq); former name stedolan/jq; how 1,234 other repositories describe it (shell, pipelines)");
   });
+
+  it("names what only the project's Debian package says, and shows words without a sentence's full stop", () => {
+    const p = payload(41, {
+      name: "git/git",
+      description: "Git Source Code Mirror - This is a publish-only repository.",
+      topics: [],
+      anchor: "version",
+      mentions: 1113,
+      packaged: "fast, scalable, distributed revision control system. Git is popular version control system.",
+    });
+    const [line] = evidence(p, "distributed version control system for node.js");
+    assert.equal(line, "Matched terms in how 1,113 other repositories describe it (version); its Debian package description (distributed, control, system)");
+    const [desc] = evidence(payload(42, { description: "A tool for node.js." }), "node.js tool");
+    assert.match(desc!, /description \(tool, node\.js\)/);
+  });
 });

@@ -76,7 +76,15 @@ function wordsOf(text: string | null | undefined): readonly Word[] {
   const out: Word[] = [];
   for (const w of sanitizeSnippet(text, 100_000).split(/[\s,;:()/]+/)) {
     const terms = analyzeWord(w);
-    if (terms.length > 0) out.push({ shown: w.toLowerCase().replace(/[^\p{L}\p{N}+#.-]/gu, ""), terms });
+    // "node.js" keeps its dot; a sentence's last word ("system.") does not.
+    if (terms.length > 0)
+      out.push({
+        shown: w
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N}+#.-]/gu, "")
+          .replace(/^[.-]+|[.-]+$/g, ""),
+        terms,
+      });
   }
   return out;
 }
@@ -98,6 +106,8 @@ interface PreparedText {
   readonly aliases: readonly { readonly name: string; readonly words: readonly Word[] }[];
   /** The anchor text: how other repositories describe the project. */
   readonly anchor: readonly Word[];
+  /** Debian's package description of the project (src/corpus/packages.ts). */
+  readonly packaged: readonly Word[];
   /** The description as the semantic-match line quotes it. */
   readonly descriptionSnippet: string | null;
 }
@@ -119,6 +129,7 @@ function preparedText(p: RepoPayload): PreparedText {
       topicTerms: p.topics.map((topic) => analyzeWord(topic.replace(/-/g, " "))),
       aliases: p.aliases.map((name) => ({ name, words: wordsOf(name.replace(/[-_./]+/g, " ")) })),
       anchor: wordsOf(p.anchor),
+      packaged: wordsOf(p.packaged),
       descriptionSnippet: p.description ? sanitizeSnippet(p.description, 120) : null,
     };
     textMemo.set(p, t);
@@ -163,12 +174,15 @@ export function buildEvidence(x: EvidenceInput): string[] {
     const alias = text.aliases.find((a) => matched(a.words, terms).some((w) => !inName.includes(w)));
     // What only the corpus says: words of the anchor text the repository's own text lacks.
     const inAnchor = matched(text.anchor, terms).filter((w) => !inName.includes(w) && !inDesc.includes(w) && !inTopics.includes(w));
+    // And what only its Debian package says (a mirror's own description often says nothing).
+    const inPackage = matched(text.packaged, terms).filter((w) => !inName.includes(w) && !inDesc.includes(w) && !inTopics.includes(w) && !inAnchor.includes(w));
     const parts: string[] = [];
     if (inName.length) parts.push(`name (${inName.slice(0, 4).join(", ")})`);
     if (alias) parts.push(`former name ${alias.name}`);
     if (inTopics.length) parts.push(`topics (${inTopics.slice(0, 4).join(", ")})`);
     if (inDesc.length) parts.push(`description (${inDesc.slice(0, 5).join(", ")})`);
     if (inAnchor.length) parts.push(`how ${groupThousands(p.mentions)} other repositories describe it (${inAnchor.slice(0, 4).join(", ")})`);
+    if (inPackage.length) parts.push(`its Debian package description (${inPackage.slice(0, 4).join(", ")})`);
     if (parts.length) out.push(sanitizeSnippet(`Matched terms in ${parts.join("; ")}`));
     else if (p.readme) {
       const w = windowAround(p.readme, terms, 160);

@@ -67,4 +67,9 @@ export interface RepoPayload extends RepoRecord {
   readonly anchor: string | null;
   /** How many repositories mention the project. */
   readonly mentions: number;
+  /**
+   * What Debian's package description says the project is (src/corpus/packages.ts); null when no
+   * package joins it, absent from payloads written before the join existed.
+   */
+  readonly packaged?: string | null;
 }

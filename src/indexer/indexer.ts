@@ -13,8 +13,7 @@ import type { Config } from "../config/config.js";
 import { createClassifier } from "../classify/classifier.js";
 import { openSource, readUniqueRecords } from "../dataset/reader.js";
 import type { RepoRecord } from "../dataset/record.js";
-import type { ProjectEvidence } from "../corpus/anchors.js";
-import { CORPUS_RECIPE, evidenceOf, prepareCorpus, toPayload } from "../corpus/prepare.js";
+import { CORPUS_RECIPE, evidenceOf, prepareCorpus, toPayload, type CorpusEvidence } from "../corpus/prepare.js";
 import { EmbedPool } from "../embed/pool.js";
 import { specFromConfig } from "../embed/factory.js";
 import type { Embedder } from "../embed/types.js";
@@ -96,7 +95,7 @@ const REJECTS_KEPT_IN_REPORT = 1000;
  * Everything that determines a point: the record, its corpus evidence (which other records change), how
  * its text is built, classified and embedded.
  */
-export function contentHash(r: RepoRecord, evidence: ProjectEvidence, classifierId: string, embedderId: string): string {
+export function contentHash(r: RepoRecord, evidence: CorpusEvidence, classifierId: string, embedderId: string): string {
   return sha256Hex(JSON.stringify([DOC_TEXT_VERSION, CORPUS_RECIPE, classifierId, embedderId, r, evidence]));
 }
 

@@ -17,9 +17,13 @@ export interface LexicalDoc {
   readonly anchor?: string | null;
 }
 
-/** The lexical document of a stored payload. */
+/**
+ * The lexical document of a stored payload. The anchor field holds what others say the project is:
+ * other repositories (the anchor text) and a distribution's package description (`packaged`).
+ */
 export function lexicalDocOf(p: RepoPayload): LexicalDoc {
-  return { name: p.name, description: p.description, topics: p.topics, readme: p.readme, aliases: p.aliases, anchor: p.anchor };
+  const anchor = p.anchor && p.packaged ? `${p.anchor} ${p.packaged}` : (p.anchor ?? p.packaged ?? null);
+  return { name: p.name, description: p.description, topics: p.topics, readme: p.readme, aliases: p.aliases, anchor };
 }
 
 /** Index fields; `name` ("owner/repo") is split so owner and repo name get their own weight and length norm. */

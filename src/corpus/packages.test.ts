@@ -1,0 +1,139 @@
+import { describe, it } from "vitest";
+import assert from "node:assert/strict";
+import type { RepoRecord } from "../dataset/record.js";
+import { lexicalDocOf } from "../store/bm25f.js";
+import { rec as base } from "../../test/support/test-records.js";
+import { prepareCorpus, toPayload } from "./prepare.js";
+import { baseName, cleanSummary, joinPackages, normalizeHomepage, parseDebianIndexes, shippedPackages, type PackageEntry } from "./packages.js";
+
+const rec = (name: string, o: Partial<RepoRecord> = {}): RepoRecord => base(name, null, { stars: 1000, ...o });
+
+const pkg = (source: string, homepage: string | null, text = `${source} text`): PackageEntry => ({ source, homepage, text });
+
+describe("Debian's indexes", () => {
+  const packages = [
+    "Package: wireshark",
+    "Version: 4.0.11-1",
+    "Homepage: https://www.wireshark.org/",
+    "Description: network traffic analyzer - meta-package",
+    "Description-md5: e2e26f45272009095cc47933b48129a6",
+    "",
+    "Package: libwireshark-dev",
+    "Source: wireshark (4.0.11-1)",
+    "Description: network packet dissection library -- development files",
+    "",
+    "Package: python3-fastapi",
+    "Source: fastapi",
+    "Homepage: https://github.com/tiangolo/fastapi",
+    "Description: modern, fast, web framework for building APIs, based on type hints (Python 3)",
+    "",
+    "Package: fastapi-doc",
+    "Source: fastapi",
+    "Description: documentation",
+    "",
+  ].join("\n");
+  const translations = [
+    "Package: wireshark",
+    "Description-md5: e2e26f45272009095cc47933b48129a6",
+    "Description-en: network traffic analyzer - meta-package",
+    ' Wireshark is a network "sniffer" - a tool that captures and analyzes',
+    " packets off the wire.",
+    " .",
+    " This is a meta-package for Wireshark.",
+    "",
+  ].join("\n");
+
+  it("one entry per source package: its main binary's summary without qualifiers, and the long description's first paragraph", () => {
+    const got = parseDebianIndexes(packages, translations);
+    assert.deepEqual(got, [
+      { source: "fastapi", homepage: "github.com/tiangolo/fastapi", text: "modern, fast, web framework for building APIs, based on type hints" },
+      {
+        source: "wireshark",
+        homepage: "wireshark.org",
+        text: 'network traffic analyzer. Wireshark is a network "sniffer" - a tool that captures and analyzes packets off the wire',
+      },
+    ]);
+    // Without Translation-en, the summary alone.
+    assert.equal(parseDebianIndexes(packages, null)[1]!.text, "network traffic analyzer");
+  });
+
+  it("normalises homepages, strips version suffixes and Debian's qualifiers", () => {
+    assert.equal(normalizeHomepage("https://www.PostgreSQL.org/"), "postgresql.org");
+    assert.equal(normalizeHomepage("https://github.com/BurntSushi/ripgrep.git"), "github.com/burntsushi/ripgrep");
+    assert.equal(normalizeHomepage("http://example.org/docs/?lang=en#top"), "example.org/docs");
+    assert.equal(baseName("lua5.4"), "lua");
+    assert.equal(baseName("postgresql-15"), "postgresql");
+    assert.equal(cleanSummary("Persistent key-value database with network interface (metapackage)"), "Persistent key-value database with network interface");
+    assert.equal(cleanSummary("network traffic analyzer - meta-package"), "network traffic analyzer");
+  });
+});
+
+describe("joining packages to projects", () => {
+  const records = [
+    rec("tiangolo/fastapi", { aliases: ["fastapi/fastapi-old"] }),
+    rec("postgres/postgres", { homepage: "https://www.postgresql.org/", stars: 20_000 }),
+    rec("someone/pg-tool", { homepage: "https://postgresql.org", stars: 50 }),
+    rec("git/git", { stars: 60_000 }),
+    rec("lua/lua", { stars: 400 }),
+    rec("dolphin-emu/dolphin", { stars: 15_000 }),
+    rec("vitejs/vite", { homepage: "https://vite.dev", stars: 80_000 }),
+  ];
+
+  it("joins by a GitHub homepage (or a former name), a shared homepage with the package's name, or the owner's namesake", () => {
+    const got = joinPackages(records, [
+      pkg("fastapi", "github.com/tiangolo/fastapi", "web framework"),
+      pkg("old-fastapi", "github.com/fastapi/fastapi-old", "the same, by its former name"),
+      pkg("postgresql-15", "postgresql.org", "relational database"),
+      pkg("git", "git-scm.com", "revision control system"),
+    ]);
+    assert.deepEqual(
+      [...got].sort(),
+      [
+        ["git/git", "revision control system"],
+        ["postgres/postgres", "relational database"],
+        ["tiangolo/fastapi", "web framework the same, by its former name"],
+      ].sort(),
+    );
+  });
+
+  it("does not join a namesake below 500 stars, another owner's repository of the name, a homepage under another name, or an unknown GitHub repository", () => {
+    const got = joinPackages(records, [
+      pkg("lua5.4", "lua.org", "embeddable scripting language"), // lua/lua has 400 stars
+      pkg("dolphin", "apps.kde.org/dolphin", "file manager"), // dolphin-emu/dolphin is not dolphin/dolphin
+      pkg("libpqxx", "postgresql.org", "C++ client library"), // postgresql.org, but not named after postgres
+      pkg("vite", null, "trace explorer"), // vitejs/vite is not vite/vite
+      pkg("git", "github.com/nobody/git", "a fork"), // a GitHub homepage joins that repository or nothing
+    ]);
+    assert.equal(got.size, 0, JSON.stringify([...got]));
+  });
+
+  it("does not depend on the order of records or packages", () => {
+    const ps = [pkg("b-git", null, "second"), pkg("git", null, "first"), pkg("postgresql", "postgresql.org", "db")];
+    const a = joinPackages(records, ps);
+    const b = joinPackages([...records].reverse(), [...ps].reverse());
+    assert.deepEqual([...a].sort(), [...b].sort());
+    assert.equal(a.get("git/git"), "first");
+  });
+
+  it("prepareCorpus puts the joined text on the payload, and the lexical document indexes it with the anchor text", () => {
+    const corpus = prepareCorpus(records, [pkg("git", null, "distributed revision control system")]);
+    assert.equal(corpus.stats.packaged, 1);
+    const p = toPayload(
+      corpus.records.find((r) => r.key === "git/git")!,
+      corpus.evidence.get("git/git")!,
+      null,
+      "h",
+    );
+    assert.equal(p.packaged, "distributed revision control system");
+    assert.equal(lexicalDocOf(p).anchor, "distributed revision control system");
+    assert.equal(lexicalDocOf({ ...p, anchor: "scm vcs" }).anchor, "scm vcs distributed revision control system");
+    assert.equal(lexicalDocOf({ ...p, packaged: undefined }).anchor, null, "a payload written before the join has none");
+  });
+
+  it("the shipped descriptions are sorted by source, one per source, each with text", () => {
+    const shipped = shippedPackages();
+    assert.ok(shipped.length > 1000, String(shipped.length));
+    for (let i = 1; i < shipped.length; i++) assert.ok(shipped[i - 1]!.source < shipped[i]!.source, shipped[i]!.source);
+    for (const p of shipped) assert.ok(p.text.length > 0 && p.text.length <= 400, p.source);
+  });
+});
