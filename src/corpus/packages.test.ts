@@ -4,7 +4,7 @@ import type { RepoRecord } from "../dataset/record.js";
 import { lexicalDocOf } from "../store/bm25f.js";
 import { rec as base } from "../../test/support/test-records.js";
 import { prepareCorpus, toPayload } from "./prepare.js";
-import { baseName, cleanSummary, joinPackages, normalizeHomepage, parseDebianIndexes, shippedPackages, type PackageEntry } from "./packages.js";
+import { baseName, cleanSummary, joinPackages, normalizeHomepage, parseDebianIndexes, shippedPackages, siteName, type PackageEntry } from "./packages.js";
 
 const rec = (name: string, o: Partial<RepoRecord> = {}): RepoRecord => base(name, null, { stars: 1000, ...o });
 
@@ -62,6 +62,8 @@ describe("Debian's indexes", () => {
     assert.equal(normalizeHomepage("https://github.com/BurntSushi/ripgrep.git"), "github.com/burntsushi/ripgrep");
     assert.equal(normalizeHomepage("http://example.org/docs/?lang=en#top"), "example.org/docs");
     assert.equal(baseName("lua5.4"), "lua");
+    assert.equal(siteName("gimp.org/downloads"), "gimp");
+    assert.equal(siteName("localhost"), null);
     assert.equal(baseName("postgresql-15"), "postgresql");
     assert.equal(cleanSummary("Persistent key-value database with network interface (metapackage)"), "Persistent key-value database with network interface");
     assert.equal(cleanSummary("network traffic analyzer - meta-package"), "network traffic analyzer");
@@ -77,32 +79,38 @@ describe("joining packages to projects", () => {
     rec("lua/lua", { stars: 400 }),
     rec("dolphin-emu/dolphin", { stars: 15_000 }),
     rec("vitejs/vite", { homepage: "https://vite.dev", stars: 80_000 }),
+    rec("GNOME/gimp", { stars: 6_000 }),
+    rec("someone/gimp", { stars: 30 }),
+    rec("jooq/jool", { homepage: "https://www.jooq.org", stars: 2_000 }),
   ];
 
-  it("joins by a GitHub homepage (or a former name), a shared homepage with the package's name, or the owner's namesake", () => {
+  it("joins by a GitHub homepage (or a former name), a shared homepage with the package's name, the owner's namesake, or a site named after the project", () => {
     const got = joinPackages(records, [
       pkg("fastapi", "github.com/tiangolo/fastapi", "web framework"),
       pkg("old-fastapi", "github.com/fastapi/fastapi-old", "the same, by its former name"),
       pkg("postgresql-15", "postgresql.org", "relational database"),
       pkg("git", "git-scm.com", "revision control system"),
+      pkg("gimp", "gimp.org", "GNU Image Manipulation Program"),
     ]);
     assert.deepEqual(
       [...got].sort(),
       [
         ["git/git", "revision control system"],
+        ["gnome/gimp", "GNU Image Manipulation Program"],
         ["postgres/postgres", "relational database"],
         ["tiangolo/fastapi", "web framework the same, by its former name"],
       ].sort(),
     );
   });
 
-  it("does not join a namesake below 500 stars, another owner's repository of the name, a homepage under another name, or an unknown GitHub repository", () => {
+  it("does not join a namesake below 500 stars, another owner's repository of the name, a homepage under another name, an unknown GitHub repository, or a project with a site of its own", () => {
     const got = joinPackages(records, [
       pkg("lua5.4", "lua.org", "embeddable scripting language"), // lua/lua has 400 stars
       pkg("dolphin", "apps.kde.org/dolphin", "file manager"), // dolphin-emu/dolphin is not dolphin/dolphin
       pkg("libpqxx", "postgresql.org", "C++ client library"), // postgresql.org, but not named after postgres
       pkg("vite", null, "trace explorer"), // vitejs/vite is not vite/vite
       pkg("git", "github.com/nobody/git", "a fork"), // a GitHub homepage joins that repository or nothing
+      pkg("jool", "jool.mx", "NAT64 translator"), // jooq/jool names a site of its own
     ]);
     assert.equal(got.size, 0, JSON.stringify([...got]));
   });
