@@ -110,7 +110,7 @@ describe("joining packages to projects", () => {
       pkg("libpqxx", "postgresql.org", "C++ client library"), // postgresql.org, but not named after postgres
       pkg("vite", null, "trace explorer"), // vitejs/vite is not vite/vite
       pkg("git", "github.com/nobody/git", "a fork"), // a GitHub homepage joins that repository or nothing
-      pkg("jool", "jool.mx", "NAT64 translator"), // jooq/jool names a site of its own
+      pkg("jool", "jool.mx", "NAT64 translator"), // jooq/jool (here) names a site of its own
     ]);
     assert.equal(got.size, 0, JSON.stringify([...got]));
   });

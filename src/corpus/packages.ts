@@ -23,8 +23,9 @@
  *    manager, `vite` a trace viewer); with it, docs/ranking.md gives the labelled precision.
  * 4. A site named after the project: the package's homepage is on a site named like its source
  *    (`gimp.org` for `gimp`), and the most starred project of that repository part (≥ 500 stars)
- *    names no homepage of its own (GNOME/gimp, Kitware/CMake, htop-dev/htop). A project with a site of
- *    its own is another project of the name (jOOQ/jOOL beside Debian's NAT64 translator `jool`).
+ *    names no homepage of its own (GNOME/gimp, Kitware/CMake, htop-dev/htop): a project that names a
+ *    site of its own and is not the package's is another project of the name. Of the 125 packages it
+ *    joins, 11 name another project of the name that has no homepage (schneems/Octave, microsoft/sudo).
  *
  * The joined text is indexed with the anchor text (what others say about a project, src/store/bm25f.ts)
  * and kept on the payload for evidence. Held out over two seeds of the ranker's trees, head hit@3 rose
