@@ -172,10 +172,11 @@ export function buildEvidence(x: EvidenceInput): string[] {
     const inTopics = p.topics.filter((_, i) => text.topicTerms[i]!.some((a) => terms.has(a)));
     const inDesc = matched(text.description, terms);
     const alias = text.aliases.find((a) => matched(a.words, terms).some((w) => !inName.includes(w)));
+    const ownWord = (w: string) => inName.includes(w) || inDesc.includes(w) || inTopics.includes(w);
     // What only the corpus says: words of the anchor text the repository's own text lacks.
-    const inAnchor = matched(text.anchor, terms).filter((w) => !inName.includes(w) && !inDesc.includes(w) && !inTopics.includes(w));
+    const inAnchor = matched(text.anchor, terms).filter((w) => !ownWord(w));
     // And what only its Debian package says (a mirror's own description often says nothing).
-    const inPackage = matched(text.packaged, terms).filter((w) => !inName.includes(w) && !inDesc.includes(w) && !inTopics.includes(w) && !inAnchor.includes(w));
+    const inPackage = matched(text.packaged, terms).filter((w) => !ownWord(w) && !inAnchor.includes(w));
     const parts: string[] = [];
     if (inName.length) parts.push(`name (${inName.slice(0, 4).join(", ")})`);
     if (alias) parts.push(`former name ${alias.name}`);

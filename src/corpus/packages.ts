@@ -35,6 +35,7 @@
  * Deterministic: the result depends only on the records and the packages, never on their order.
  */
 import type { RepoRecord } from "../dataset/record.js";
+import { repoPart } from "./dedup.js";
 import shippedFile from "./debian-packages.json" with { type: "json" };
 
 /** Bumped whenever the rules or the shipped descriptions change: the text is part of every point's content hash. */
@@ -94,7 +95,7 @@ const GITHUB_REPO = /^github\.com\/([^/]+\/[^/]+)$/;
 export function joinPackages(records: readonly RepoRecord[], packages: readonly PackageEntry[]): Map<string, string> {
   const target = packageTargets(records, packages);
   const texts = new Map<string, Set<string>>();
-  for (const p of [...packages].sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0))) {
+  for (const p of [...packages].sort(compareSource)) {
     const key = target.get(p.source);
     if (key === undefined) continue;
     let set = texts.get(key);
@@ -109,20 +110,8 @@ export function packageTargets(records: readonly RepoRecord[], packages: readonl
   const byKey = new Map<string, RepoRecord>();
   for (const r of records) byKey.set(r.key, r);
   for (const r of records) for (const a of r.aliases) if (!byKey.has(a.toLowerCase())) byKey.set(a.toLowerCase(), r);
-  const byHomepage = new Map<string, RepoRecord>();
-  for (const r of records) {
-    if (!r.homepage) continue;
-    const h = normalizeHomepage(r.homepage);
-    const held = byHomepage.get(h);
-    if (!held || starsOf(r) > starsOf(held) || (starsOf(r) === starsOf(held) && r.key < held.key)) byHomepage.set(h, r);
-  }
-  // The most starred project of each repository part, for rule 4.
-  const byPart = new Map<string, RepoRecord>();
-  for (const r of records) {
-    const part = r.key.slice(r.key.indexOf("/") + 1);
-    const held = byPart.get(part);
-    if (!held || starsOf(r) > starsOf(held) || (starsOf(r) === starsOf(held) && r.key < held.key)) byPart.set(part, r);
-  }
+  const byHomepage = mostStarredBy(records, (r) => (r.homepage ? normalizeHomepage(r.homepage) : null));
+  const byPart = mostStarredBy(records, (r) => repoPart(r.key)); // for rule 4
   const out = new Map<string, string>();
   for (const p of packages) {
     const r = targetOf(p, byKey, byHomepage, byPart);
@@ -172,6 +161,20 @@ function starsOf(r: RepoRecord): number {
   return r.stars ?? 0;
 }
 
+/** Per value of `keyOf` (null: none), the most starred record; on equal stars, the first key in order. */
+function mostStarredBy(records: readonly RepoRecord[], keyOf: (r: RepoRecord) => string | null): Map<string, RepoRecord> {
+  const out = new Map<string, RepoRecord>();
+  for (const r of records) {
+    const k = keyOf(r);
+    if (k === null) continue;
+    const held = out.get(k);
+    if (!held || starsOf(r) > starsOf(held) || (starsOf(r) === starsOf(held) && r.key < held.key)) out.set(k, r);
+  }
+  return out;
+}
+
+const compareSource = (a: PackageEntry, b: PackageEntry): number => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0);
+
 /**
  * Debian's `Packages` index (and optionally `Translation-en`, the long descriptions) → one entry per
  * source package. The entry speaks for the source's main binary package: the one named like the
@@ -208,7 +211,7 @@ export function parseDebianIndexes(packagesText: string, translationText: string
     const text = clip([summary, long.get(main.name) ?? ""].filter((t) => t.length > 0).join(". "), MAX_TEXT);
     if (text) out.push({ source, homepage, text });
   }
-  return out.sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0));
+  return out.sort(compareSource);
 }
 
 const SIDE_PACKAGE = /^lib|-(dev|doc|docs|data|common|dbg|dbgsym|examples|tests?)$/;
