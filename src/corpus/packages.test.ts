@@ -4,7 +4,17 @@ import type { RepoRecord } from "../dataset/record.js";
 import { lexicalDocOf } from "../store/bm25f.js";
 import { rec as base } from "../../test/support/test-records.js";
 import { prepareCorpus, toPayload } from "./prepare.js";
-import { baseName, cleanSummary, joinPackages, normalizeHomepage, parseDebianIndexes, shippedPackages, siteName, type PackageEntry } from "./packages.js";
+import {
+  baseName,
+  cleanSummary,
+  joinPackages,
+  newestFirst,
+  normalizeHomepage,
+  parseDebianIndexes,
+  shippedPackages,
+  siteName,
+  type PackageEntry,
+} from "./packages.js";
 
 const rec = (name: string, o: Partial<RepoRecord> = {}): RepoRecord => base(name, null, { stars: 1000, ...o });
 
@@ -57,6 +67,24 @@ describe("Debian's indexes", () => {
     assert.equal(parseDebianIndexes(packages, null)[1]!.text, "network traffic analyzer");
   });
 
+  it("a Rust crate's package says what the crate is in its summary, not in debcargo's stock sentence", () => {
+    const [e] = parseDebianIndexes(
+      [
+        "Package: librust-anyhow-dev",
+        "Source: rust-anyhow",
+        "Description: Flexible concrete Error type built on std::error::Error - Rust source code",
+        "",
+      ].join("\n"),
+      [
+        "Package: librust-anyhow-dev",
+        "Description-en: Flexible concrete Error type - Rust source code",
+        ' Source code for Debianized Rust crate "anyhow"',
+        "",
+      ].join("\n"),
+    );
+    assert.equal(e?.text, "Flexible concrete Error type built on std::error::Error");
+  });
+
   it("normalises homepages, strips version suffixes and Debian's qualifiers", () => {
     assert.equal(normalizeHomepage("https://www.PostgreSQL.org/"), "postgresql.org");
     assert.equal(normalizeHomepage("https://github.com/BurntSushi/ripgrep.git"), "github.com/burntsushi/ripgrep");
@@ -82,20 +110,23 @@ describe("joining packages to projects", () => {
     rec("GNOME/gimp", { stars: 6_000 }),
     rec("someone/gimp", { stars: 30 }),
     rec("jooq/jool", { homepage: "https://www.jooq.org", stars: 2_000 }),
+    rec("django/django", { homepage: "https://www.djangoproject.com/", stars: 80_000 }),
   ];
 
   it("joins by a GitHub homepage (or a former name), a shared homepage with the package's name, the owner's namesake, or a site named after the project", () => {
     const got = joinPackages(records, [
       pkg("fastapi", "github.com/tiangolo/fastapi", "web framework"),
-      pkg("old-fastapi", "github.com/fastapi/fastapi-old", "the same, by its former name"),
+      pkg("python-fastapi", "github.com/fastapi/fastapi-old", "the same, by its former name"),
       pkg("postgresql-15", "postgresql.org", "relational database"),
       pkg("git", "git-scm.com", "revision control system"),
       pkg("gimp", "gimp.org", "GNU Image Manipulation Program"),
+      pkg("python-django", "djangoproject.com", "High-level Python web development framework"), // Debian's language prefix
     ]);
     assert.deepEqual(
       [...got].sort(),
       [
         ["git/git", "revision control system"],
+        ["django/django", "High-level Python web development framework"],
         ["gnome/gimp", "GNU Image Manipulation Program"],
         ["postgres/postgres", "relational database"],
         ["tiangolo/fastapi", "web framework the same, by its former name"],
@@ -105,7 +136,7 @@ describe("joining packages to projects", () => {
 
   it("does not join a namesake below 500 stars, another owner's repository of the name, a homepage under another name, an unknown GitHub repository, or a project with a site of its own", () => {
     const got = joinPackages(records, [
-      pkg("lua5.4", "lua.org", "embeddable scripting language"), // lua/lua has 400 stars
+      pkg("lua5.4", null, "embeddable scripting language"), // lua/lua has 400 stars (its site's owner would join it: below)
       pkg("dolphin", "apps.kde.org/dolphin", "file manager"), // dolphin-emu/dolphin is not dolphin/dolphin
       pkg("libpqxx", "postgresql.org", "C++ client library"), // postgresql.org, but not named after postgres
       pkg("vite", null, "trace explorer"), // vitejs/vite is not vite/vite
@@ -113,6 +144,85 @@ describe("joining packages to projects", () => {
       pkg("jool", "jool.mx", "NAT64 translator"), // jooq/jool (here) names a site of its own
     ]);
     assert.equal(got.size, 0, JSON.stringify([...got]));
+  });
+
+  it("joins by the site's owner before the owner's namesake: the project named like the package, but for a version or Debian's language prefix, or named like the owner", () => {
+    const owned = [
+      rec("gruntjs/grunt"),
+      rec("micro-editor/micro", { stars: 29_000 }),
+      rec("micro/micro", { stars: 11_000 }), // "API first development platform": the namesake, not Debian's micro
+      rec("elixir-lang/elixir", { stars: 26_000 }),
+      rec("elixir-lang/elixir-lang.github.com", { stars: 400 }),
+      rec("beyondgrep/ack2"),
+      rec("gulpjs/gulp"),
+      rec("apache/maven"),
+      rec("apache/maven-surefire", { stars: 9_000 }),
+      rec("lua/lua", { stars: 400 }), // the site's owner needs 100 stars, a namesake 500
+    ];
+    const got = joinPackages(owned, [
+      pkg("grunt", "gruntjs.com", "JavaScript task runner"),
+      pkg("micro", "micro-editor.github.io", "terminal-based text editor"),
+      pkg("elixir-lang", "elixir-lang.org", "functional meta-programming aware language"),
+      pkg("ack", "beyondgrep.com", "grep-like program"),
+      pkg("node-gulp", "gulpjs.com", "streaming build system"),
+      pkg("maven", "maven.apache.org", "Java software project management"),
+      pkg("lua5.4", "lua.org", "embeddable scripting language"),
+    ]);
+    assert.deepEqual(
+      [...got].sort(),
+      [
+        ["apache/maven", "Java software project management"],
+        ["beyondgrep/ack2", "grep-like program"],
+        ["elixir-lang/elixir", "functional meta-programming aware language"],
+        ["gruntjs/grunt", "JavaScript task runner"],
+        ["gulpjs/gulp", "streaming build system"],
+        ["lua/lua", "embeddable scripting language"],
+        ["micro-editor/micro", "terminal-based text editor"],
+      ].sort(),
+    );
+  });
+
+  it("does not join by the site's owner a plugin to its project, a project to its plugin, another project of the owner, or one under 100 stars", () => {
+    const owned = [rec("mopidy/mopidy"), rec("pycqa/pylint-django"), rec("uhub/awesome-c"), rec("smalltool/smalltool", { stars: 99 })];
+    const got = joinPackages(owned, [
+      pkg("mopidy-alsamixer", "mopidy.com", "Mopidy extension for volume control"),
+      pkg("pylint", "pylint.pycqa.org", "Python code static checker"),
+      pkg("uhub", "uhub.org", "Direct Connect hub"),
+      pkg("smalltool", "smalltool.github.io", "a small tool"),
+    ]);
+    assert.equal(got.size, 0, JSON.stringify([...got]));
+  });
+
+  it("a GitHub homepage may be one of the repository's own pages, not a directory in it", () => {
+    const got = joinPackages(
+      [rec("tmux/tmux"), rec("kubernetes/kubernetes")],
+      [
+        pkg("tmux", "github.com/tmux/tmux/wiki", "terminal multiplexer"),
+        pkg("golang-k8s-client-go", "github.com/kubernetes/kubernetes/tree/master/staging/src/k8s.io/client-go", "Go client"),
+      ],
+    );
+    assert.deepEqual([...got], [["tmux/tmux", "terminal multiplexer"]]);
+  });
+
+  it("takes each package from the newest release that ships it", () => {
+    const trixie = [pkg("tmux", "github.com/tmux/tmux/wiki", "terminal multiplexer (13)")];
+    const bookworm = [pkg("tmux", "tmux.github.io", "terminal multiplexer (12)"), pkg("packer", "packer.io", "machine images (12 only)")];
+    assert.deepEqual(newestFirst([trixie, bookworm]), [bookworm[1], trixie[0]]);
+  });
+
+  it("keeps a project's own package over its parts' packages, and the parts' when it has none", () => {
+    const got = joinPackages(
+      [rec("containers/podman"), rec("wez/wezterm")],
+      [
+        pkg("podman", "github.com/containers/podman", "tool to manage containers and pods"),
+        pkg("libpod", "github.com/containers/podman", "library for running OCI-based containers in Pods"),
+        pkg("rust-wezterm-bidi", "github.com/wez/wezterm", "Unicode Bidi Algorithm"),
+      ],
+    );
+    assert.deepEqual([...got].sort(), [
+      ["containers/podman", "tool to manage containers and pods"],
+      ["wez/wezterm", "Unicode Bidi Algorithm"],
+    ]);
   });
 
   it("does not depend on the order of records or packages", () => {

@@ -41,8 +41,8 @@ export interface SparseLexicalParams extends LexicalParams {
 
 /**
  * Measured over the first 30,000 repositories of the shared dataset (non-empty fields only, as the
- * embedded index averages them); `anchor` over the full dataset's 8,490 non-empty anchor fields
- * (ANCHORS_VERSION 3, terms repeated by count, with PACKAGES_VERSION 2's Debian descriptions), since
+ * embedded index averages them); `anchor` over the full dataset's 9,425 non-empty anchor fields
+ * (ANCHORS_VERSION 3, terms repeated by count, with PACKAGES_VERSION 3's Debian descriptions), since
  * that text only exists relative to the whole corpus. Changing these changes every stored vector:
  * bump SPARSE_LEXICAL_FORMAT.
  */
@@ -52,7 +52,7 @@ export const DEFAULT_AVG_LENGTH: Readonly<Record<LexicalField, number>> = Object
   description: 11.64,
   topics: 15.11,
   readme: 92.61,
-  anchor: 22.71,
+  anchor: 23.8,
 });
 
 export const DEFAULT_SPARSE_LEXICAL_PARAMS: SparseLexicalParams = Object.freeze({
@@ -64,7 +64,7 @@ export const DEFAULT_SPARSE_LEXICAL_PARAMS: SparseLexicalParams = Object.freeze(
  * Identifies how stored sparse vectors were made (analyzer format, hashing, parameters). QdrantStore
  * records it in the collection's meta point; a collection written with another format is re-upserted.
  */
-export const SPARSE_LEXICAL_FORMAT = `reposearch-bm25f-fnv1a32/4+analyzer${LEXICAL_FORMAT_VERSION}`;
+export const SPARSE_LEXICAL_FORMAT = `reposearch-bm25f-fnv1a32/5+analyzer${LEXICAL_FORMAT_VERSION}`;
 
 /** Raw term frequencies are saturated like the embedded index's Uint8 postings, so both agree. */
 const MAX_TF = 255;
