@@ -46,6 +46,28 @@ test("phases run on every helper and the coordinator, in lockstep", () => {
   }
 });
 
+test("a helper serves each generation once, however often it is woken", () => {
+  const pool = started(helperUrl(0), 2);
+  try {
+    pool.phase(() => {});
+    // The coordinator notifies after it bumps the generation (slot 0), so a helper that already served
+    // that generation can be woken by its notify. Wake the waiting helper again and again, no new phase.
+    let woken = 0;
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let i = 0; i < 100 && woken < 5; i++) {
+      woken += Atomics.notify(pool.ctrl, 0);
+      Atomics.wait(pause, 0, 0, 5);
+    }
+    assert.ok(woken >= 5, `the helper was waiting to be woken (${woken})`);
+    Atomics.wait(pause, 0, 0, 100);
+    assert.equal(Atomics.load(pool.ctrl, LOCKSTEP_SLOTS + 1), 1, "one phase, one step");
+    pool.phase(() => {});
+    assert.equal(Atomics.load(pool.ctrl, LOCKSTEP_SLOTS + 1), 2);
+  } finally {
+    pool.close();
+  }
+});
+
 test("a helper that throws makes the coordinator's phase throw, not hang", () => {
   const pool = started(helperUrl(2), 2);
   try {

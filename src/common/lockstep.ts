@@ -113,7 +113,13 @@ export function serveLockstep(ctrl: Int32Array, setup: () => () => void): void {
     let gen = 0;
     for (;;) {
       Atomics.wait(ctrl, GEN, gen);
-      gen = Atomics.load(ctrl, GEN);
+      // A wait also ends on a notify of a generation this helper has already served: the coordinator
+      // bumps the generation, then notifies, and a helper that saw the bump without waiting can be
+      // back in wait, its step done, before that notify. Stepping again would count it done twice and
+      // let the phase end before another helper's rows are written.
+      const next = Atomics.load(ctrl, GEN);
+      if (next === gen) continue;
+      gen = next;
       if (Atomics.load(ctrl, STOP) !== 0) return;
       step();
       Atomics.add(ctrl, DONE, 1);
