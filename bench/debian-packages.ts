@@ -22,7 +22,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig, projectRoot } from "../src/config/config.js";
 import { dedupeProjects } from "../src/corpus/dedup.js";
-import { joinPackages, newestFirst, packageTargets, parseDebianIndexes, type PackageEntry, type PackagesFile } from "../src/corpus/packages.js";
+import { newestFirst, packageTargets, parseDebianIndexes, type PackageEntry, type PackagesFile } from "../src/corpus/packages.js";
 import { readUniqueRecords } from "../src/dataset/reader.js";
 
 const { values } = parseArgs({
@@ -54,7 +54,8 @@ async function main(): Promise<void> {
   const kept = entries.filter((e) => joined.has(e.source));
   const file: PackagesFile = { release: values.release!, packages: kept.map((e) => [e.source, e.homepage, e.text] as const) };
   await writeFile(out, JSON.stringify(file, null, 0).replace(/\],\[/g, "],\n[") + "\n");
-  const projectsJoined = joinPackages(projects, kept).size;
+  // joinPackages gives every joined project a text, so the projects are the targets' distinct keys.
+  const projectsJoined = new Set([...joined.values()].map((t) => t.key)).size;
   const byRule = [1, 2, 3, 4, 5].map((rule) => [...joined.values()].filter((t) => t.rule === rule).length);
   console.log(
     `${entries.length.toLocaleString("en-US")} source packages, ${kept.length.toLocaleString("en-US")} joined to ${projectsJoined.toLocaleString("en-US")} projects → ${out}`,

@@ -118,14 +118,7 @@ const GITHUB_REPO = /^github\.com\/([^/]+\/[^/]+)(?:\/(?:wiki|wikis|releases|tag
  */
 export function joinPackages(records: readonly RepoRecord[], packages: readonly PackageEntry[]): Map<string, string> {
   const target = packageTargets(records, packages);
-  const joined = new Map<string, PackageEntry[]>();
-  for (const p of [...packages].sort(compareSource)) {
-    const key = target.get(p.source)?.key;
-    if (key === undefined) continue;
-    let list = joined.get(key);
-    if (!list) joined.set(key, (list = []));
-    list.push(p);
-  }
+  const joined = groupBy([...packages].sort(compareSource), (p) => target.get(p.source)?.key ?? null);
   return new Map(
     [...joined].map(([key, ps]) => {
       // A project's own package says what it is; its parts' and plugins' packages say what a part is
@@ -154,13 +147,7 @@ export function packageTargets(records: readonly RepoRecord[], packages: readonl
   for (const r of records) for (const a of r.aliases) if (!byKey.has(a.toLowerCase())) byKey.set(a.toLowerCase(), r);
   const byHomepage = mostStarredBy(records, (r) => (r.homepage ? normalizeHomepage(r.homepage) : null));
   const byPart = mostStarredBy(records, (r) => repoPart(r.key)); // for rule 5
-  const byOwner = new Map<string, RepoRecord[]>(); // for rule 3
-  for (const r of records) {
-    const owner = r.key.split("/")[0]!;
-    let list = byOwner.get(owner);
-    if (!list) byOwner.set(owner, (list = []));
-    list.push(r);
-  }
+  const byOwner = groupBy(records, (r) => r.key.slice(0, r.key.indexOf("/"))); // for rule 3
   const out = new Map<string, { key: string; rule: JoinRule }>();
   for (const p of packages) {
     const t = targetOf(p, byKey, byHomepage, byPart, byOwner);
@@ -252,6 +239,19 @@ function starsOf(r: RepoRecord): number {
 /** Whether `a` comes before `b` as the most starred: more stars, or as many and the first key in order. */
 function moreStarred(a: RepoRecord, b: RepoRecord): boolean {
   return starsOf(a) > starsOf(b) || (starsOf(a) === starsOf(b) && a.key < b.key);
+}
+
+/** Items by the value of `keyOf` (null: none), each group in the items' order. */
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string | null): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = keyOf(item);
+    if (k === null) continue;
+    const group = out.get(k);
+    if (group) group.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
 }
 
 /** Per value of `keyOf` (null: none), the most starred record; on equal stars, the first key in order. */

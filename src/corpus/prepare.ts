@@ -35,7 +35,7 @@ export function prepareCorpus(unique: readonly RepoRecord[], packages: readonly 
   const packaged = joinPackages(d.records, packages);
   const evidence = new Map<string, CorpusEvidence>();
   for (const [key, e] of anchors) evidence.set(key, { ...e, packaged: packaged.get(key) ?? null });
-  for (const [key, text] of packaged) if (!evidence.has(key)) evidence.set(key, { anchor: null, mentions: 0, packaged: text });
+  for (const [key, text] of packaged) if (!evidence.has(key)) evidence.set(key, { ...NO_EVIDENCE, packaged: text });
   return {
     records: d.records,
     evidence,
