@@ -224,8 +224,12 @@ test("a killed worker is replaced, the service keeps answering, and the replacem
     process.kill(victim, "SIGKILL");
     assert.ok(await waitUntil(() => !workerPids().includes(victim), 5_000), "the victim was not reaped");
     // The victim's clients reconnect at once, before any replacement can serve: the survivor takes all ten.
+    // The replacement starts 1 s after the exit; on a loaded machine it can report serving during the
+    // round and take some of them, so the claim is checked only when the log shows it did not (the
+    // even split it must reach either way is checked below).
     await round();
-    assert.equal(connectionsHeld(survivor, Number(new URL(url).port)), 10);
+    const held = connectionsHeld(survivor, Number(new URL(url).port));
+    if (primaryLog.match(/"worker serving"/g)?.length === 2) assert.equal(held, 10);
     assert.ok(
       await waitUntil(() => {
         const pids = workerPids();

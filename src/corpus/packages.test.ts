@@ -248,6 +248,25 @@ describe("joining packages to projects", () => {
     assert.equal(lexicalDocOf({ ...p, packaged: undefined }).anchor, null, "a payload written before the join has none");
   });
 
+  it("a mirror notice or a missing description is followed by the package description in the description field; a description of its own is not", () => {
+    const packaged = "SQLite is a C library that implements an SQL database engine";
+    const doc = (description: string | null, withPackage = true) =>
+      lexicalDocOf(toPayload(rec("sqlite/sqlite", { description }), { anchor: null, mentions: 0, packaged: withPackage ? packaged : null }, null, "h"));
+    assert.equal(doc("Official Git mirror of the SQLite source tree").description, `Official Git mirror of the SQLite source tree ${packaged}`);
+    assert.equal(
+      doc("Read-only mirror of https://gitlab.gnome.org/GNOME/gimp").description,
+      `Read-only mirror of https://gitlab.gnome.org/GNOME/gimp ${packaged}`,
+    );
+    assert.equal(doc("Git Source Code Mirror - This is a publish-only repository").description?.endsWith(packaged), true);
+    assert.equal(doc(null).description, packaged);
+    assert.equal(doc("").description, packaged);
+    assert.equal(doc("Embedded SQL database engine").description, "Embedded SQL database engine");
+    assert.equal(doc("Mirrors of package registries", false).description, "Mirrors of package registries", "no package, nothing to add");
+    assert.equal(doc(null, false).description, null);
+    // The anchor field keeps the package description either way.
+    assert.equal(doc(null).anchor, packaged);
+  });
+
   it("the shipped descriptions are sorted by source, one per source, each with text", () => {
     const shipped = shippedPackages();
     assert.ok(shipped.length > 1000, String(shipped.length));
