@@ -229,6 +229,8 @@ test("a killed worker is replaced, the service keeps answering, and the replacem
     // even split it must reach either way is checked below).
     await round();
     const held = connectionsHeld(survivor, Number(new URL(url).port));
+    // The log is read a moment later, so that a "worker serving" line already written has arrived.
+    await new Promise((resolve) => setTimeout(resolve, 250));
     if (primaryLog.match(/"worker serving"/g)?.length === 2) assert.equal(held, 10);
     assert.ok(
       await waitUntil(() => {
