@@ -3,6 +3,7 @@ import { describe, it } from "vitest";
 import { payload } from "../../../test/support/test-records.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import { LEXICAL_FIELDS } from "../../store/bm25f.js";
+import { analyze } from "../../text/analyzer.js";
 import { extractFeatures, FEATURES, selfNamed, type QueryContext, type RankCandidate } from "./features.js";
 
 function context(cosines: number[]): QueryContext {
@@ -179,5 +180,36 @@ describe("ranking features", () => {
     const rows = extractFeatures(context([0.5, 0.5]), [cand(payload("denoland/deno", "a runtime")), cand(payload("someone/deno-starter", "a starter"))]);
     assert.equal(feature(rows, 0, "self_named"), 1);
     assert.equal(feature(rows, 1, "self_named"), 0);
+  });
+
+  it("phrase: the share of the query's adjacent term pairs said side by side in the description, a topic or the package description", () => {
+    // Every candidate holds every query term (explanation.found), so only the order decides.
+    const ctx = (text: string, n: number): QueryContext => {
+      const terms = [...new Set(analyze(text))].map((term) => ({ term, idf: 2 }));
+      const base = context(Array<number>(n).fill(0.5));
+      return { ...base, text, explanation: { ...base.explanation, terms, found: new Uint8Array(n * terms.length).fill(1) } };
+    };
+    const cands = [
+      cand(payload("kubernetes/kubernetes", "Production-Grade Container Scheduling and Management", { topics: ["container-orchestration"] })),
+      cand(payload("a/swarm", "lightweight multi-agent orchestration for containers")), // both words, not side by side
+      cand(payload("postgres/postgres", "Mirror of the official PostgreSQL GIT repository", { packaged: "an object-relational database system" })),
+    ];
+    const rows = extractFeatures(ctx("container orchestration", 3), cands);
+    assert.deepEqual(
+      [0, 1, 2].map((i) => feature(rows, i, "phrase")),
+      [1, 0, 0],
+    );
+    // "object-relational" is analysed as object, relational, objectrel: "relational database" is one term apart.
+    const db = extractFeatures(ctx("relational database server", 3), cands);
+    assert.equal(feature(db, 2, "phrase"), 0.5, "relational database, not database server");
+    assert.equal(feature(extractFeatures(ctx("database relational", 3), cands), 2, "phrase"), 0, "in the query's order only");
+    assert.equal(feature(extractFeatures(ctx("orchestration", 3), cands), 0, "phrase"), 0, "one term: no pair to say");
+    // A candidate the store found without both terms of a pair cannot say it, and its text is not read.
+    const absent = ctx("container orchestration", 3);
+    const oneTerm = { ...absent, explanation: { ...absent.explanation, found: new Uint8Array([1, 0, 1, 1, 1, 1]) } };
+    assert.deepEqual(
+      [0, 1, 2].map((i) => feature(extractFeatures(oneTerm, cands), i, "phrase")),
+      [0, 0, 0],
+    );
   });
 });

@@ -72,6 +72,12 @@ export const FEATURES = [
   // the head set's answers, 25 % of dev.jsonl's, 29 % of repositories with ≥ 10,000 stars
   // (docs/ranking.md).
   "self_named",
+  // the query's words in the order it says them: the share of its adjacent pairs of terms ("container
+  // orchestration", "terminal multiplexer") that the repository's description, topics or Debian package
+  // description say in that order, side by side or one term apart (the analyser writes a hyphenated
+  // compound's joined form after its parts). BM25F reads fields as bags of words; a phrase said as such
+  // is the classic proximity evidence of web search. 0 for a one-term query.
+  "phrase",
 ] as const;
 export type FeatureName = (typeof FEATURES)[number];
 export const FEATURE_COUNT = FEATURES.length;
@@ -126,6 +132,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
   const idfs = ex.terms.map((t) => t.idf);
   const idfSum = idfs.reduce((a, b) => a + b, 0) || 1;
   const queryTerms = new Set(ex.terms.map((t) => t.term));
+  const T = ex.terms.length;
   const queryForm = nameForm(ctx.text);
   const queryLower = ctx.text.toLowerCase();
   let denseTop = 0;
@@ -160,6 +167,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     denseTop,
   ];
   const single = !asksForMany(head);
+  const queryPairs = adjacentPairs(analyze(ctx.text));
   for (let i = 0; i < n; i++) {
     const c = cands[i]!;
     const p = c.payload;
@@ -196,6 +204,7 @@ export function extractFeatures(ctx: QueryContext, cands: readonly RankCandidate
     row[IX.single_fame_rank] = single ? row[IX.fame_rank]! : Math.log2(2 + MISSING_RANK);
     row[IX.head_coverage] = headCoverage[i]!;
     row[IX.head_said] = headSaid[i]!;
+    row[IX.phrase] = phraseShare(queryPairs, p, ex.found.subarray(i * T, (i + 1) * T));
   }
   return out;
 }
@@ -279,6 +288,41 @@ function factsOf(p: RepoPayload): PayloadFacts {
     factsCache.set(p, facts);
   }
   return facts;
+}
+
+/**
+ * The share of `queryPairs` the payload says (see "phrase" in FEATURES). A pair needs both its terms in
+ * the repository, so a candidate that has fewer than two of the query's terms (`found`, any field) is
+ * not analysed: most of a pool, whose first analysis is what the feature costs (measured in
+ * docs/performance.md).
+ */
+function phraseShare(queryPairs: readonly string[], p: RepoPayload, found: Uint8Array): number {
+  if (!queryPairs.length) return 0;
+  let terms = 0;
+  for (const f of found) terms += f;
+  if (terms < 2) return 0;
+  let pairs = pairsCache.get(p);
+  if (!pairs) pairsCache.set(p, (pairs = new Set([p.description, ...p.topics, p.packaged].flatMap((t) => (t ? nearPairs(analyze(t)) : [])))));
+  let said = 0;
+  for (const pair of queryPairs) if (pairs.has(pair)) said++;
+  return said / queryPairs.length;
+}
+
+/** Ordered pairs of analysed terms at most one term apart in a payload's description, each topic and its package description. */
+const pairsCache = new WeakMap<RepoPayload, ReadonlySet<string>>();
+
+/** "a b", "b c" of the terms [a, b, c]. */
+function adjacentPairs(terms: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 1; i < terms.length; i++) out.push(`${terms[i - 1]} ${terms[i]}`);
+  return out;
+}
+
+/** "a b", "a c", "b c" of the terms [a, b, c]: in order, at most one term apart. */
+function nearPairs(terms: readonly string[]): string[] {
+  const out = adjacentPairs(terms);
+  for (let i = 2; i < terms.length; i++) out.push(`${terms[i - 2]} ${terms[i]}`);
+  return out;
 }
 
 /**
