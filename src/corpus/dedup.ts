@@ -36,6 +36,7 @@
  *
  * Deterministic: the result depends only on the set of records, never on their order.
  */
+import { groupBy } from "../common/group-by.js";
 import type { RepoRecord } from "../dataset/record.js";
 
 /** Bumped whenever the grouping rule changes: it is part of every point's content hash. */
@@ -347,14 +348,7 @@ function mergeTwins(records: readonly RepoRecord[], clusters: RepoRecord[][]): v
  * id and records in key order within each, so that the joins made over them do not depend on the input's order.
  */
 function groupsInKeyOrder(records: readonly RepoRecord[], groupOf: (r: RepoRecord) => string | null): RepoRecord[][] {
-  const groups = new Map<string, RepoRecord[]>();
-  for (const r of records) {
-    const id = groupOf(r);
-    if (id === null) continue;
-    const group = groups.get(id);
-    if (group) group.push(r);
-    else groups.set(id, [r]);
-  }
+  const groups = groupBy(records, groupOf);
   return [...groups.keys()].sort().map((id) => groups.get(id)!.sort((x, y) => (x.key < y.key ? -1 : 1)));
 }
 

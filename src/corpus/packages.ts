@@ -46,6 +46,7 @@
  *
  * Deterministic: the result depends only on the records and the packages, never on their order.
  */
+import { groupBy } from "../common/group-by.js";
 import type { RepoRecord } from "../dataset/record.js";
 import { repoPart } from "./dedup.js";
 import shippedFile from "./debian-packages.json" with { type: "json" };
@@ -239,19 +240,6 @@ function starsOf(r: RepoRecord): number {
 /** Whether `a` comes before `b` as the most starred: more stars, or as many and the first key in order. */
 function moreStarred(a: RepoRecord, b: RepoRecord): boolean {
   return starsOf(a) > starsOf(b) || (starsOf(a) === starsOf(b) && a.key < b.key);
-}
-
-/** Items by the value of `keyOf` (null: none), each group in the items' order. */
-function groupBy<T>(items: readonly T[], keyOf: (item: T) => string | null): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const item of items) {
-    const k = keyOf(item);
-    if (k === null) continue;
-    const group = out.get(k);
-    if (group) group.push(item);
-    else out.set(k, [item]);
-  }
-  return out;
 }
 
 /** Per value of `keyOf` (null: none), the most starred record; on equal stars, the first key in order. */
