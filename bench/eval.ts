@@ -20,7 +20,8 @@
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
  * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure). `--trees`,
  * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample` and `--seed` (the trees' row sampling)
- * override the shipped training settings; `--context-k` and `--context-trees` the second stage's (0 trees: none).
+ * override the shipped training settings; `--context-k` and `--context-trees` the second stage's (0 trees: none);
+ * `--head-weight W` weighs the head set W times the curated lists in the gradient (1: the same).
  * Head metrics are also reported per batch of the head set (bench/head-queries.md).
  *
  * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on a slice of N
@@ -92,6 +93,7 @@ const { values } = parseArgs({
     seed: { type: "string" },
     "context-k": { type: "string" },
     "context-trees": { type: "string" },
+    "head-weight": { type: "string" },
   },
 });
 const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}) });
@@ -559,6 +561,7 @@ async function tune(
         labels: Float32Array.from(keys, (k) => (q.relevant.has(k) ? 1 : 0)),
       };
     }),
+    { head: num(values["head-weight"], 1) },
   );
   console.log(
     `\ntune: ${training.length} queries in ${new Set(training.map((p) => p.fold)).size} folds, params ${JSON.stringify(params)}, tree counts ${checkpoints.join(", ")}`,

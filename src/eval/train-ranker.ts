@@ -180,10 +180,13 @@ export function crossValidateContext(
   return out;
 }
 
-/** Query weights that give each set (dev, head) the same total weight, whatever their sizes. */
-export function balanceSets(pools: readonly JudgedPool[]): JudgedPool[] {
+/**
+ * Query weights that give each set (dev, head) the same total weight, whatever their sizes, times the
+ * set's factor in `factors` (1 when absent).
+ */
+export function balanceSets(pools: readonly JudgedPool[], factors: Readonly<Record<string, number>> = {}): JudgedPool[] {
   const counts = new Map<string, number>();
   for (const p of pools) counts.set(p.set, (counts.get(p.set) ?? 0) + 1);
   const mean = pools.length / Math.max(1, counts.size);
-  return pools.map((p) => ({ ...p, weight: mean / counts.get(p.set)! }));
+  return pools.map((p) => ({ ...p, weight: (mean / counts.get(p.set)!) * (factors[p.set] ?? 1) }));
 }
