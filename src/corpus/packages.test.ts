@@ -193,6 +193,33 @@ describe("joining packages to projects", () => {
     assert.equal(got.size, 0, JSON.stringify([...got]));
   });
 
+  it("joins a language-prefixed package by the site's owner only to a project written in that language (or of unknown language)", () => {
+    const owned = [
+      rec("mongodb/mongo", { language: "C++", stars: 28_000 }),
+      rec("gulpjs/gulp", { language: "JavaScript" }),
+      rec("necolas/normalize.css", { language: "CSS" }),
+      rec("haml/haml", { language: null }),
+      rec("igraph/igraph", { language: "C" }),
+      rec("igraph/python-igraph", { language: "Python" }),
+    ];
+    const got = joinPackages(owned, [
+      pkg("ruby-mongo", "mongodb.org", "Ruby driver for MongoDB"),
+      pkg("node-gulp", "gulpjs.com", "streaming build system"),
+      pkg("node-normalize.css", "necolas.github.io/normalize.css", "Normalize browsers' default style"),
+      pkg("ruby-haml", "haml.info", "Elegant, structured XHTML/XML templating engine"),
+      pkg("python-igraph", "igraph.org", "Python interface to the igraph library"),
+    ]);
+    assert.deepEqual(
+      [...got].sort(),
+      [
+        ["gulpjs/gulp", "streaming build system"],
+        ["haml/haml", "Elegant, structured XHTML/XML templating engine"],
+        ["igraph/python-igraph", "Python interface to the igraph library"],
+        ["necolas/normalize.css", "Normalize browsers' default style"],
+      ].sort(),
+    );
+  });
+
   it("a GitHub homepage may be one of the repository's own pages, not a directory in it", () => {
     const got = joinPackages(
       [rec("tmux/tmux"), rec("kubernetes/kubernetes")],

@@ -23,8 +23,12 @@
  * 3. The site's owner: the homepage's site names a GitHub owner (`gruntjs.com`, `micro-editor.github.io`,
  *    `maven.apache.org`), which has a project (≥ 100 stars) named like the package: exactly, but for a
  *    version or Debian's language prefix (`node-gulp` → gulpjs/gulp), or, for a package named like the
- *    owner, a name it begins with (`elixir-lang` → elixir-lang/elixir). It comes before rule 4, whose
- *    namesake can be another project of the name (Debian's `micro` is micro-editor/micro, not micro/micro).
+ *    owner, a name it begins with (`elixir-lang` → elixir-lang/elixir). A name that needs its language
+ *    prefix dropped joins only a project written in that language (or of unknown language): `ruby-mongo`
+ *    of mongodb.org is MongoDB's Ruby driver, not mongodb/mongo (5 of the 7 joins this took away were
+ *    such bindings of a famous project: vlc, thrift, libvirt, antlr4; the others went to the binding's
+ *    own repository or to none). It comes before rule 4, whose namesake can be another project of the
+ *    name (Debian's `micro` is micro-editor/micro, not micro/micro).
  * 4. Named after itself: a package whose homepage is not on GitHub and whose source name is `n` joins
  *    `n/n` with ≥ 500 stars (git/git, lua/lua from `lua5.4`, wireshark/wireshark). Without the owner's
  *    namesake the rule was wrong two times in five on a read sample (Debian's `dolphin` is a file
@@ -52,7 +56,7 @@ import { repoPart } from "./dedup.js";
 import shippedFile from "./debian-packages.json" with { type: "json" };
 
 /** Bumped whenever the rules or the shipped descriptions change: the text is part of every point's content hash. */
-export const PACKAGES_VERSION = 3;
+export const PACKAGES_VERSION = 4;
 
 /** One source package: its name, its homepage (normalised, see normalizeHomepage) and its description. */
 export interface PackageEntry {
@@ -182,8 +186,19 @@ function targetOf(
     }
   }
   // Rule 3: the site is the owner's (gruntjs.com → gruntjs/grunt, micro-editor.github.io → micro-editor/micro).
+  // A language-prefixed package of the owner's site is the project only when the project is written in
+  // that language: `ruby-mongo` (mongodb.org) is MongoDB's Ruby driver, not mongodb/mongo.
   const owner = h === null ? null : siteOwner(h);
-  const owners = owner === null ? null : ownersProject(byOwner.get(owner) ?? [], owner, names);
+  const owned = owner === null ? [] : (byOwner.get(owner) ?? []);
+  const owners =
+    owner === null
+      ? null
+      : (ownersProject(owned, owner, [base]) ??
+        ownersProject(
+          owned.filter((r) => writtenInPrefixOf(base, r) !== false),
+          owner,
+          names,
+        ));
   if (owners) return { r: owners, rule: 3 };
   const self = byKey.get(`${base}/${base}`);
   if (self && starsOf(self) >= MIN_NAMESAKE_STARS) return { r: self, rule: 4 };
@@ -204,8 +219,30 @@ function siteOwner(homepage: string): string | null {
 
 /** Debian's language prefixes: `node-gulp` → `gulp`, `python3-scrapy` → `scrapy`. */
 function unprefixed(base: string): string[] {
-  const m = /^(?:node|python3?|ruby|php|golang|elpa|r-cran|lua)-(.+)$/.exec(base);
-  return m ? [m[1]!] : [];
+  const m = LANGUAGE_PREFIX.exec(base);
+  return m ? [m[2]!] : [];
+}
+
+const LANGUAGE_PREFIX = /^(node|python3?|ruby|php|golang|elpa|r-cran|lua)-(.+)$/;
+
+/** The languages (lowercase) a package of each prefix is written in; node's include the front end's. */
+const PREFIX_LANGUAGES: Readonly<Record<string, readonly string[]>> = {
+  node: ["javascript", "typescript", "coffeescript", "html", "css", "scss", "less", "vue", "svelte"],
+  python: ["python", "jupyter notebook"],
+  python3: ["python", "jupyter notebook"],
+  ruby: ["ruby"],
+  php: ["php"],
+  golang: ["go"],
+  elpa: ["emacs lisp"],
+  "r-cran": ["r"],
+  lua: ["lua"],
+};
+
+/** Whether a project is written in the language of the package's prefix: null without a prefix or a known language. */
+function writtenInPrefixOf(base: string, r: RepoRecord): boolean | null {
+  const m = LANGUAGE_PREFIX.exec(base);
+  if (!m || r.language === null) return null;
+  return PREFIX_LANGUAGES[m[1]!]!.includes(r.language.toLowerCase());
 }
 
 /**
