@@ -186,20 +186,16 @@ function targetOf(
     }
   }
   // Rule 3: the site is the owner's (gruntjs.com → gruntjs/grunt, micro-editor.github.io → micro-editor/micro).
-  // A language-prefixed package of the owner's site is the project only when the project is written in
-  // that language: `ruby-mongo` (mongodb.org) is MongoDB's Ruby driver, not mongodb/mongo.
+  // A name without its language prefix names only a project in that language: `ruby-mongo` (mongodb.org)
+  // is MongoDB's Ruby driver, not mongodb/mongo.
   const owner = h === null ? null : siteOwner(h);
-  const owned = owner === null ? [] : (byOwner.get(owner) ?? []);
-  const owners =
-    owner === null
-      ? null
-      : (ownersProject(owned, owner, [base]) ??
-        ownersProject(
-          owned.filter((r) => writtenInPrefixOf(base, r) !== false),
-          owner,
-          names,
-        ));
-  if (owners) return { r: owners, rule: 3 };
+  if (owner !== null) {
+    const owned = byOwner.get(owner) ?? [];
+    const languages = prefixLanguages(base);
+    const inLanguage = languages ? owned.filter((r) => r.language === null || languages.includes(r.language.toLowerCase())) : owned;
+    const r = ownersProject(owned, owner, [base]) ?? ownersProject(inLanguage, owner, names);
+    if (r) return { r, rule: 3 };
+  }
   const self = byKey.get(`${base}/${base}`);
   if (self && starsOf(self) >= MIN_NAMESAKE_STARS) return { r: self, rule: 4 };
   // Rule 5: the site is named after the project (gimp.org → GNOME/gimp) and the project names no site of its own.
@@ -238,11 +234,10 @@ const PREFIX_LANGUAGES: Readonly<Record<string, readonly string[]>> = {
   lua: ["lua"],
 };
 
-/** Whether a project is written in the language of the package's prefix: null without a prefix or a known language. */
-function writtenInPrefixOf(base: string, r: RepoRecord): boolean | null {
+/** The languages (lowercase) of a package's language prefix, null without one. */
+function prefixLanguages(base: string): readonly string[] | null {
   const m = LANGUAGE_PREFIX.exec(base);
-  if (!m || r.language === null) return null;
-  return PREFIX_LANGUAGES[m[1]!]!.includes(r.language.toLowerCase());
+  return m ? PREFIX_LANGUAGES[m[1]!]! : null;
 }
 
 /**
