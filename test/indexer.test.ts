@@ -138,6 +138,19 @@ test("reposearch train: trains the active distilled model, reuses an existing mo
   const badGain = await runCli(["train", "--dataset", ds, "--data-dir", dir, "--min-improvement", "1"], env);
   assert.notEqual(badGain.code, 0);
   assert.match(badGain.stderr, /--min-improvement: invalid value "1"/);
+
+  // Topic-aware batches train a model of their own, which records the setting.
+  const topical = await runCli(["train", "--dataset", ds, "--data-dir", dir, "--epochs", "2", "--batch-clusters", "8"], env);
+  assert.equal(topical.code, 0, topical.stderr.slice(-2000));
+  const topicalId = /model\s+static:([0-9a-f]{16})/.exec(topical.stdout)?.[1];
+  assert.ok(topicalId && topicalId !== id, topical.stdout);
+  const meta = JSON.parse(readFileSync(path.join(dir, "models", "static", topicalId, "model.json"), "utf8")) as {
+    training: { config: { batchClusters: number } };
+  };
+  assert.equal(meta.training.config.batchClusters, 8);
+  const badClusters = await runCli(["train", "--dataset", ds, "--data-dir", dir, "--batch-clusters", "2.5"], env);
+  assert.notEqual(badClusters.code, 0);
+  assert.match(badClusters.stderr, /--batch-clusters: invalid value "2.5"/);
 });
 
 test("a changed dataset embeds only new and changed repositories and deletes removed ones", async () => {

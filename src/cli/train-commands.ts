@@ -19,7 +19,7 @@ import type { Command, CommandContext } from "./command.js";
 
 const USAGE =
   "reposearch train [--data-dir DIR] [--dataset PATH_OR_URL] [--epochs N] [--patience N] [--min-improvement F] [--activate] [--init MODEL_ID] " +
-  "[--pairs name,readme,doc] [--temperature T] [--lr LR] [--batch-size N] [--l2-to-init L] [--seed N]";
+  "[--pairs name,readme,doc] [--temperature T] [--lr LR] [--batch-size N] [--l2-to-init L] [--batch-clusters K] [--seed N]";
 
 function num(values: CommandContext["values"], flag: string, fallback: number, ok: (n: number) => boolean): number {
   const v = values[flag];
@@ -55,6 +55,7 @@ function trainConfig(values: CommandContext["values"]): TrainConfig {
     lr: num(values, "lr", d.lr, (n) => n > 0 && n < 1),
     batchSize: num(values, "batch-size", d.batchSize, (n) => Number.isInteger(n) && n >= 2 && n <= 4096),
     l2ToInit: num(values, "l2-to-init", d.l2ToInit, (n) => n >= 0),
+    batchClusters: num(values, "batch-clusters", d.batchClusters, (n) => Number.isInteger(n) && n >= 0 && n <= 65536),
     seed: num(values, "seed", d.seed, (n) => Number.isInteger(n) && n >= 0),
   };
 }
@@ -152,6 +153,7 @@ export const trainCommands: Record<string, Command> = {
       lr: { type: "string" },
       "batch-size": { type: "string" },
       "l2-to-init": { type: "string" },
+      "batch-clusters": { type: "string" },
       seed: { type: "string" },
     },
     run,

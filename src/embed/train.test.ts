@@ -13,8 +13,10 @@ import {
   pairTexts,
   paramsFromModel,
   SparseGrad,
+  sphericalKMeans,
   splitPairs,
   tokenizeTexts,
+  trainedModelId,
   trainStaticModel,
   trainStaticModelInWorker,
   vocabIndex,
@@ -176,6 +178,45 @@ test("training is deterministic: same seed → same model id and vectors; anothe
   const c = trainStaticModel(model, pairs, { ...cfg, seed: 2 });
   assert.notEqual(c.model.meta.modelId, a.model.meta.modelId);
   assert.notDeepEqual(c.model.vectors, a.model.vectors);
+});
+
+test("spherical k-means puts rows of one direction together and is deterministic", () => {
+  // Three directions, four noisy rows each, interleaved.
+  const rnd = seededRandom(3);
+  const dirs = [
+    [1, 0, 0],
+    [0, 1, 0],
+    [0, 0, 1],
+  ];
+  const x = new Float32Array(12 * 3);
+  for (let i = 0; i < 12; i++) {
+    const d = dirs[i % 3]!;
+    let s = 0;
+    for (let j = 0; j < 3; j++) s += (x[i * 3 + j] = d[j]! + 0.2 * (rnd() - 0.5)) ** 2;
+    for (let j = 0; j < 3; j++) x[i * 3 + j]! /= Math.sqrt(s);
+  }
+  const a = sphericalKMeans(x, 3, 3, 5, 1);
+  for (let i = 3; i < 12; i++) assert.equal(a[i], a[i % 3], `row ${i} joins the rows of its direction`);
+  assert.equal(new Set(a).size, 3);
+  assert.deepEqual(sphericalKMeans(x, 3, 3, 5, 1), a);
+  assert.deepEqual(Array.from(sphericalKMeans(x, 3, 1, 5, 1)), new Array(12).fill(0));
+});
+
+test("topic-aware batches: deterministic, a model of its own, and ids of uniform batches unchanged", () => {
+  const recs = corpus();
+  const model = tinyModel(recs);
+  const pairs = buildPairSet(pairTexts(recs, CFG.pairs, CFG.readmeChars), vocabIndex(model.vocab));
+  const cfg = { ...CFG, epochs: 3, heldOut: 0.2 };
+  const uniform = trainStaticModel(model, pairs, cfg);
+  const a = trainStaticModel(model, pairs, { ...cfg, batchClusters: 6 });
+  const b = trainStaticModel(model, pairs, { ...cfg, batchClusters: 6 });
+  assert.deepEqual(a.model.vectors, b.model.vectors);
+  assert.equal(a.model.meta.modelId, b.model.meta.modelId);
+  assert.notEqual(a.model.meta.modelId, uniform.model.meta.modelId);
+  assert.notDeepEqual(a.model.vectors, uniform.model.vectors);
+  // A model trained before the setting existed keeps its id: the neutral value is not hashed.
+  const { batchClusters: _, ...before } = cfg;
+  assert.equal(trainedModelId("init", cfg, "data"), trainedModelId("init", before as TrainConfig, "data"));
 });
 
 test("early stopping keeps the best epoch; a gain below minImprovement still becomes the best but counts toward patience", () => {
