@@ -21,6 +21,7 @@ import { setLogLevel } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
 import { CoreClient } from "../src/core/grpc/client.js";
 import { SearchEngine, batchesQueries, retrieverWeights, shippedRanker, type Stage } from "../src/core/engine.js";
+import { embeddingText } from "../src/corpus/doc-text.js";
 import { loadQueryEmbedder } from "../src/embed/factory.js";
 import type { Embedder } from "../src/embed/types.js";
 import { HEALTH_SERVICE_NAME, SEARCH_SERVICE_NAME, loadProtos } from "../src/core/grpc/convert.js";
@@ -633,6 +634,27 @@ describe("what Debian says a project is (src/corpus/packages.ts)", () => {
     assert.ok(hit, res.results.map((r) => r.name).join(", "));
     const line = hit.evidence.find((e) => e.startsWith("Matched terms in"));
     assert.match(String(line), /its Debian package description \([^)]*\brevision\b/, JSON.stringify(hit.evidence));
+  });
+
+  it("a mirror is embedded with its package description: what the project is, not where its code lives", async () => {
+    const points = await refStore.scroll({ limit: 100_000, withVectors: true });
+    const git = points.find((p) => p.payload.key === "git/git");
+    assert.ok(git?.vector, "git/git not indexed with a vector");
+    const info = await refStore.info();
+    const embedder = await loadQueryEmbedder(loadConfig(coreEnv()), info.embedderId!);
+    try {
+      const [withPackage, without, query] = await embedder.embed([
+        embeddingText(git.payload, { packaged: git.payload.packaged }),
+        embeddingText(git.payload),
+        "distributed revision control system",
+      ]);
+      const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
+      assert.ok(dot(git.vector, withPackage!) > 0.9999, "the stored vector is the text with the package description");
+      assert.ok(dot(git.vector, without!) < 0.99, "and not the mirror notice alone");
+      assert.ok(dot(query!, withPackage!) > dot(query!, without!) + 0.1, "which brings the vector nearer to what the project is");
+    } finally {
+      await embedder.close();
+    }
   });
 });
 

@@ -4,6 +4,7 @@
  * (./embedded/lexical.ts) and the Qdrant store writes sparse vectors with it (./qdrant/sparse.ts), so the
  * two agree term for term. Formulas: ./embedded/lexical.ts.
  */
+import { packageSpeaksFor } from "../corpus/doc-text.js";
 import type { RepoPayload } from "../dataset/record.js";
 import { analyze, stripMarkup } from "../text/analyzer.js";
 
@@ -21,23 +22,17 @@ export interface LexicalDoc {
  * The lexical document of a stored payload. The anchor field holds what others say the project is:
  * other repositories (the anchor text) and a distribution's package description (`packaged`).
  *
- * A repository without a description, or whose description is a mirror notice ("Official Git mirror of
- * the SQLite source tree", "Read-only mirror of https://gitlab.gnome.org/GNOME/gimp"), also gets the
- * package description in its description field: the notice says where the code lives, the package what
- * the project is ("SQLite is a C library that implements an SQL database engine"). Such projects are
- * developed elsewhere and are often the best known of their kind (postgres, ffmpeg, blender, cmake,
- * wireshark); with a description field that said nothing they lost to projects that say the query's
- * words in their own description. 176 of the 4,981 packaged projects (docs/ranking.md, section 2).
+ * A repository without a description, or whose description is a mirror notice (packageSpeaksFor), also
+ * gets the package description in its description field: the notice says where the code lives, the
+ * package what the project is ("SQLite is a C library that implements an SQL database engine"). With a
+ * description field that said nothing, such projects lost to projects that say the query's words in
+ * their own description. 176 of the 4,980 packaged projects (docs/ranking.md, section 2).
  */
 export function lexicalDocOf(p: RepoPayload): LexicalDoc {
   const anchor = p.anchor && p.packaged ? `${p.anchor} ${p.packaged}` : (p.anchor ?? p.packaged ?? null);
-  const says = !p.packaged || (p.description && !MIRROR_NOTICE.test(p.description));
-  const description = says ? p.description : p.description ? `${p.description} ${p.packaged}` : p.packaged!;
+  const description = packageSpeaksFor(p.description, p.packaged) ? (p.description ? `${p.description} ${p.packaged}` : p.packaged) : p.description;
   return { name: p.name, description, topics: p.topics, readme: p.readme, aliases: p.aliases, anchor };
 }
-
-/** A description that says the repository is a copy of code kept elsewhere. */
-const MIRROR_NOTICE = /\bmirror(?:ed)?\b|\bread-only\b|\bpublish-only\b/i;
 
 /** Index fields; `name` ("owner/repo") is split so owner and repo name get their own weight and length norm. */
 export const LEXICAL_FIELDS = ["owner", "repo", "description", "topics", "readme", "anchor"] as const;
