@@ -192,8 +192,9 @@ function targetOf(
   if (owner !== null) {
     const owned = byOwner.get(owner) ?? [];
     const languages = prefixLanguages(base);
-    const inLanguage = languages ? owned.filter((r) => r.language === null || languages.includes(r.language.toLowerCase())) : owned;
-    const r = ownersProject(owned, owner, [base]) ?? ownersProject(inLanguage, owner, names);
+    // Without a prefix, names is [base]: the first lookup was the only one.
+    const inLanguage = languages && owned.filter((r) => r.language === null || languages.includes(r.language.toLowerCase()));
+    const r = ownersProject(owned, owner, [base]) ?? (inLanguage ? ownersProject(inLanguage, owner, names) : null);
     if (r) return { r, rule: 3 };
   }
   const self = byKey.get(`${base}/${base}`);

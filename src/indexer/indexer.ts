@@ -195,10 +195,11 @@ export async function runIndex(o: IndexOptions): Promise<IndexReport> {
     let embedded = 0;
     for (let i = 0; i < todo.length; i += chunk) {
       const part = todo.slice(i, i + chunk);
-      const vectors = await embedder.embed(part.map((w) => embeddingText(w.r, { packaged: evidenceOf(corpus, w.r.key).packaged })));
+      const evidence = part.map((w) => evidenceOf(corpus, w.r.key));
+      const vectors = await embedder.embed(part.map((w, k) => embeddingText(w.r, { packaged: evidence[k]!.packaged })));
       const points: Point[] = part.map((w, k) => {
         const c = classifier.classify(w.r, vectors[k]);
-        return { id: pointIdFor(w.r.key), vector: vectors[k]!, payload: toPayload(w.r, evidenceOf(corpus, w.r.key), c.category, w.hash) };
+        return { id: pointIdFor(w.r.key), vector: vectors[k]!, payload: toPayload(w.r, evidence[k]!, c.category, w.hash) };
       });
       await writer.upsert(points);
       embedded += part.length;
