@@ -19,7 +19,8 @@
  * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
  * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure). `--trees`,
- * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample`, `--truncation` (the ranks whose pairs
+ * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample`, `--feature-fraction` (the share of features
+ * each tree may split on), `--truncation` (the ranks whose pairs
  * LambdaMART weighs) and `--seed` (the trees' row sampling)
  * override the shipped training settings; `--context-k` and `--context-trees` the second stage's (0 trees: none);
  * `--head-weight W` weighs the head set W times the curated lists in the gradient (1: the same).
@@ -91,6 +92,7 @@ const { values } = parseArgs({
     "max-depth": { type: "string" },
     "min-leaf": { type: "string" },
     subsample: { type: "string" },
+    "feature-fraction": { type: "string" },
     seed: { type: "string" },
     "context-k": { type: "string" },
     "context-trees": { type: "string" },
@@ -543,6 +545,7 @@ async function tune(
       maxDepth: num(values["max-depth"], base.maxDepth!),
       minLeafRows: num(values["min-leaf"], base.minLeafRows!),
       subsample: num(values.subsample, base.subsample ?? 1),
+      featureFraction: num(values["feature-fraction"], base.featureFraction ?? 1),
       truncation: num(values.truncation, base.truncation!),
       seed: num(values.seed, base.seed ?? 1),
     },
