@@ -19,11 +19,11 @@
  * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
  * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure). `--trees`,
- * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample`, `--feature-fraction` (the share of features
- * each tree may split on), `--truncation` (the ranks whose pairs
- * LambdaMART weighs) and `--seed` (the trees' row sampling)
- * override the shipped training settings; `--context-k` and `--context-trees` the second stage's (0 trees: none);
- * `--head-weight W` weighs the head set W times the curated lists in the gradient (1: the same).
+ * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample`, `--feature-fraction` (the share of
+ * features each tree may split on), `--truncation` (the ranks whose pairs LambdaMART weighs) and `--seed`
+ * (the trees' row sampling) override the shipped training settings; `--context-k` and `--context-trees`
+ * the second stage's (0 trees: none); `--head-weight W` weighs the head set W times the curated lists in
+ * the gradient (1: the same).
  * Head metrics are also reported per batch of the head set (bench/head-queries.md).
  *
  * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on a slice of N
