@@ -22,8 +22,8 @@
  * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample`, `--feature-fraction` (the share of
  * features each tree may split on), `--truncation` (the ranks whose pairs LambdaMART weighs) and `--seed`
  * (the trees' row sampling) override the shipped training settings; `--context-k` and `--context-trees`
- * the second stage's (0 trees: none); `--head-weight W` weighs the head set W times the curated lists in
- * the gradient (1: the same).
+ * the second stage's (0 trees: none); `--bag N` averages N tree ensembles of seeds `--seed` and up;
+ * `--head-weight W` weighs the head set W times the curated lists in the gradient (1: the same).
  * Head metrics are also reported per batch of the head set (bench/head-queries.md).
  *
  * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on a slice of N
@@ -97,6 +97,7 @@ const { values } = parseArgs({
     "context-k": { type: "string" },
     "context-trees": { type: "string" },
     "head-weight": { type: "string" },
+    bag: { type: "string" },
     truncation: { type: "string" },
   },
 });
@@ -551,6 +552,7 @@ async function tune(
     },
   };
   const checkpoints = values.trees ? values.trees.split(",").map(Number) : [0, 50, 100, 150, 200, 300];
+  const bag = num(values.bag, 1);
   const lists = [...new Set(judged.filter((q) => q.set === "dev").map((q) => q.list))].sort();
   const training: JudgedPool[] = balanceSets(
     judged.map((q) => {
@@ -570,11 +572,15 @@ async function tune(
     { head: num(values["head-weight"], 1) },
   );
   console.log(
-    `\ntune: ${training.length} queries in ${new Set(training.map((p) => p.fold)).size} folds, params ${JSON.stringify(params)}, tree counts ${checkpoints.join(", ")}`,
+    `\ntune: ${training.length} queries in ${new Set(training.map((p) => p.fold)).size} folds, params ${JSON.stringify(params)}, tree counts ${checkpoints.join(", ")}${bag > 1 ? `, bag ${bag}` : ""}`,
   );
   const t0 = performance.now();
-  const cv = crossValidate(training, params, checkpoints, (fold, i, n) =>
-    console.log(`  fold ${i + 1}/${n} (${fold}) at ${((performance.now() - t0) / 1000).toFixed(0)} s`),
+  const cv = crossValidate(
+    training,
+    params,
+    checkpoints,
+    (fold, i, n) => console.log(`  fold ${i + 1}/${n} (${fold}) at ${((performance.now() - t0) / 1000).toFixed(0)} s`),
+    bag,
   );
   const byId = new Map(training.map((p) => [p.id, p]));
   const curve = checkpoints.map((trees) => {
@@ -611,7 +617,7 @@ async function tune(
       `second stage (top ${ctxParams.k}, ${ctxParams.trees} trees) over ${best.trees} trees, held out: dev nDCG@10 ${s.dev.ndcg10.toFixed(3)}, MRR ${s.dev.mrr.toFixed(3)}, head hit@3 ${s.head.hit3.toFixed(3)} (${byBatch(s.headByBatch)}), head MRR ${s.head.mrr.toFixed(3)}`,
     );
   }
-  const { linear, ensemble } = trainRanker(training, finalParams);
+  const { linear, ensemble } = trainRanker(training, finalParams, undefined, bag);
   const kept = best.trees === 0 ? { featureCount: FEATURE_COUNT, trees: [] } : ensemble;
   const stage = ctxParams.trees > 0 ? trainContext(training, heldScores, params.trees, ctxParams) : null;
   const model = rankerModel(linear, kept.trees, {}, stage && { k: stage.k, trees: stage.ensemble.trees });
@@ -628,6 +634,7 @@ async function tune(
       head: `${path.relative(projectRoot, headFile)}: ${training.filter((p) => p.set === "head").length} queries`,
       index: `${info.version}, ${info.count} repositories, ${info.embedderId}`,
       sets: "each set weighs the same in the gradient",
+      ...(bag > 1 ? { bag: `the mean of ${bag} tree ensembles of ${best.trees} trees, seeds ${params.trees.seed}–${params.trees.seed! + bag - 1}` } : {}),
     },
     crossValidation: {
       method: `${lists.length} folds: one curated list plus a tenth of the head set each`,

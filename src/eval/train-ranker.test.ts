@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "vitest";
-import { balanceSets, type JudgedPool } from "./train-ranker.js";
+import { averageEnsembles } from "../core/rank/lambdamart.js";
+import { FEATURE_COUNT } from "../core/rank/features.js";
+import { balanceSets, crossValidate, trainRanker, type JudgedPool } from "./train-ranker.js";
 
 const pool = (id: string, set: string): JudgedPool => ({
   id,
@@ -27,5 +29,42 @@ describe("balanceSets", () => {
     const w = balanceSets(pools, { head: 2 });
     assert.ok(Math.abs(total(w, "dev") - 2) < 1e-9);
     assert.equal(total(w, "head"), 4);
+  });
+});
+
+describe("trainRanker and crossValidate with a bag of tree ensembles (--bag)", () => {
+  // Two features; relevance follows feature 0 with noise, so the trees have something to learn.
+  const pools: JudgedPool[] = Array.from({ length: 40 }, (_, q) => {
+    const n = 20;
+    const features = new Float32Array(n * FEATURE_COUNT);
+    const labels = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      const a = ((q * 31 + i * 17) % 97) / 97;
+      features[i * FEATURE_COUNT] = a;
+      features[i * FEATURE_COUNT + 1] = ((q * 7 + i * 13) % 89) / 89;
+      labels[i] = a > 0.8 ? 1 : 0;
+    }
+    return { id: `q${q}`, set: "dev", fold: `fold${q % 4}`, keys: [], relevant: new Set<string>(), features, labels };
+  });
+  const params = { linear: { epochs: 5 }, trees: { trees: 8, maxDepth: 2, minLeafRows: 10, subsample: 0.6, seed: 3 } };
+
+  it("a bag of one is the plain ranker; a bag of N holds N ensembles, seeds seed … seed + N − 1, averaged", () => {
+    const one = trainRanker(pools, params);
+    assert.equal(JSON.stringify(trainRanker(pools, params, undefined, 1)), JSON.stringify(one));
+    const bag = trainRanker(pools, params, undefined, 3);
+    assert.equal(bag.ensemble.trees.length, 24);
+    assert.deepEqual(bag.linear, one.linear);
+    const seeds = [3, 4, 5].map((seed) => trainRanker(pools, { ...params, trees: { ...params.trees, seed } }).ensemble);
+    assert.equal(JSON.stringify(bag.ensemble), JSON.stringify(averageEnsembles(seeds)));
+    assert.throws(() => trainRanker(pools, params, undefined, 0), /bag must be a positive integer/);
+  });
+
+  it("held-out scores of a bag are the mean of its members' held-out scores", () => {
+    const bagged = crossValidate(pools, params, [0, 8], undefined, 2).get(8)!;
+    const a = crossValidate(pools, params, [8]).get(8)!;
+    const b = crossValidate(pools, { ...params, trees: { ...params.trees, seed: 4 } }, [8]).get(8)!;
+    assert.equal(bagged.size, pools.length);
+    for (const [id, s] of bagged) for (let i = 0; i < s.length; i++) assert.ok(Math.abs(s[i]! - (a.get(id)![i]! + b.get(id)![i]!) / 2) < 1e-9);
+    assert.equal(JSON.stringify([...crossValidate(pools, params, [0], undefined, 2).get(0)!]), JSON.stringify([...crossValidate(pools, params, [0]).get(0)!]));
   });
 });

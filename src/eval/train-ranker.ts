@@ -11,7 +11,7 @@
  */
 import { CONTEXT_FEATURE_COUNT, contextRows, firstStageOrder, reorderTop, type ContextStage } from "../core/rank/context.js";
 import { FEATURE_COUNT } from "../core/rank/features.js";
-import { DEFAULT_LAMBDAMART_PARAMS, trainLambdaMart, type Ensemble, type LambdaMartParams, type RankGroup } from "../core/rank/lambdamart.js";
+import { averageEnsembles, DEFAULT_LAMBDAMART_PARAMS, trainLambdaMart, type Ensemble, type LambdaMartParams, type RankGroup } from "../core/rank/lambdamart.js";
 import { DEFAULT_LINEAR_PARAMS, scoreLinear, trainLinear, type LinearModel, type LinearParams } from "../core/rank/linear.js";
 import { rankerModel, scoreRanker, type RankerModel } from "../core/rank/model.js";
 
@@ -44,37 +44,46 @@ export const DEFAULT_RANKER_PARAMS: RankerParams = Object.freeze({
 });
 
 /**
- * Trains both parts on `groups`; `onTree` sees the ranker after each tree (validation curves).
- * Deterministic: the linear part does not sample, and the trees sample from a seeded PRNG.
+ * Trains both parts on `groups`; `onTree` sees the ranker after each tree (validation curves; with a
+ * bag, each member's in turn). With `bag` > 1, that many tree ensembles are trained from the same linear
+ * scores, with seeds `seed`, `seed` + 1, …, and averaged (bagging: the row samples differ, so their
+ * errors partly cancel). Deterministic: the linear part does not sample, and the trees sample from
+ * a seeded PRNG.
  */
 export function trainRanker(
   groups: readonly RankGroup[],
   params: RankerParams,
   onTree?: (count: number, model: RankerModel) => void,
+  bag = 1,
 ): { linear: LinearModel; ensemble: Ensemble } {
+  if (!Number.isInteger(bag) || bag < 1) throw new RangeError(`bag must be a positive integer (got ${bag})`);
   const linear = trainLinear(groups, FEATURE_COUNT, params.linear);
   const rows = groups.reduce((s, g) => s + g.labels.length, 0);
   const init = new Float64Array(rows);
   let at = 0;
   for (const g of groups) for (let i = 0; i < g.labels.length; i++) init[at++] = scoreLinear(linear, g.features, i * FEATURE_COUNT);
-  const ensemble = trainLambdaMart(groups, FEATURE_COUNT, {
-    params: params.trees,
-    initScores: init,
-    ...(onTree ? { onTree: (count: number, e: Ensemble) => onTree(count, rankerModel(linear, e.trees)) } : {}),
-  });
-  return { linear, ensemble };
+  const seed = params.trees.seed ?? DEFAULT_LAMBDAMART_PARAMS.seed;
+  const members = Array.from({ length: bag }, (_, member) =>
+    trainLambdaMart(groups, FEATURE_COUNT, {
+      params: { ...params.trees, seed: seed + member },
+      initScores: init,
+      ...(onTree ? { onTree: (count: number, e: Ensemble) => onTree(count, rankerModel(linear, e.trees)) } : {}),
+    }),
+  );
+  return { linear, ensemble: averageEnsembles(members) };
 }
 
 /**
  * Held-out first-stage scores for every query at each tree count in `checkpoints` (0 = the linear part
- * alone): for each fold, a model trained on the other folds scores the fold's queries. Deterministic:
- * folds in sorted order.
+ * alone): for each fold, a model trained on the other folds scores the fold's queries (with `bag` > 1,
+ * the mean of its members' scores at that count). Deterministic: folds in sorted order.
  */
 export function crossValidate(
   pools: readonly JudgedPool[],
   params: RankerParams,
   checkpoints: readonly number[],
   onFold?: (fold: string, i: number, n: number) => void,
+  bag = 1,
 ): Map<number, Map<string, Float64Array>> {
   const folds = [...new Set(pools.map((p) => p.fold))].sort();
   const out = new Map(checkpoints.map((c) => [c, new Map<string, Float64Array>()]));
@@ -82,16 +91,27 @@ export function crossValidate(
   folds.forEach((fold, i) => {
     onFold?.(fold, i, folds.length);
     const held = pools.filter((p) => p.fold === fold);
-    const record = (count: number, model: RankerModel) => {
+    const record = (count: number, model: RankerModel, share: number) => {
       const m = out.get(count);
-      if (m) for (const p of held) m.set(p.id, scoreRanker(model, p.features));
+      if (!m) return;
+      for (const p of held) {
+        const s = scoreRanker(model, p.features);
+        const sum = m.get(p.id);
+        if (sum) for (let j = 0; j < s.length; j++) sum[j]! += s[j]! * share;
+        else
+          m.set(
+            p.id,
+            s.map((x) => x * share),
+          );
+      }
     };
     const { linear } = trainRanker(
       pools.filter((p) => p.fold !== fold),
       { ...params, trees: { ...params.trees, trees } },
-      record,
+      (count, model) => record(count, model, 1 / bag),
+      bag,
     );
-    record(0, rankerModel(linear, []));
+    record(0, rankerModel(linear, []), 1);
   });
   return out;
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "vitest";
 import { seededRandom } from "../../common/random.js";
-import { DEFAULT_LAMBDAMART_PARAMS, featureImportance, ndcgAt, scoreRows, trainLambdaMart, type RankGroup } from "./lambdamart.js";
+import { averageEnsembles, DEFAULT_LAMBDAMART_PARAMS, featureImportance, ndcgAt, scoreRows, trainLambdaMart, type RankGroup } from "./lambdamart.js";
 
 /**
  * Synthetic queries: 3 features, relevance is decided by feature 0 when feature 2 ("query kind") is low
@@ -88,4 +88,19 @@ test("a query without a relevant candidate contributes no gradient; bad params a
   assert.throws(() => trainLambdaMart([empty], 2, { params: { seed: 0.5 } }), /seed must be an integer/);
   assert.throws(() => trainLambdaMart([empty], 3), /group 0: 4 feature values for 2 rows × 3 features/);
   assert.equal(DEFAULT_LAMBDAMART_PARAMS.truncation, 30);
+});
+
+test("averageEnsembles scores the mean of its members' scores", () => {
+  const data = groups(100, 9);
+  const members = [1, 2, 3].map((seed) => trainLambdaMart(data, 3, { params: { trees: 10, minLeafRows: 10, subsample: 0.7, seed } }));
+  const mean = averageEnsembles(members);
+  assert.equal(mean.trees.length, 30);
+  for (const g of data.slice(0, 5)) {
+    const got = scoreRows(mean, g.features);
+    const each = members.map((m) => scoreRows(m, g.features));
+    for (let i = 0; i < got.length; i++) assert.ok(Math.abs(got[i]! - (each[0]![i]! + each[1]![i]! + each[2]![i]!) / 3) < 1e-9);
+  }
+  assert.equal(averageEnsembles([members[0]!]), members[0]);
+  assert.throws(() => averageEnsembles([]), RangeError);
+  assert.throws(() => averageEnsembles([members[0]!, { featureCount: 4, trees: [] }]), /feature count/);
 });

@@ -94,6 +94,16 @@ export function scoreRow(model: Ensemble, x: ArrayLike<number>, offset = 0): num
   return s;
 }
 
+/** One ensemble whose score is the mean of the members' (their trees, each leaf value divided by their number). */
+export function averageEnsembles(members: readonly Ensemble[]): Ensemble {
+  if (!members.length) throw new RangeError("averageEnsembles needs at least one ensemble");
+  const featureCount = members[0]!.featureCount;
+  if (members.some((e) => e.featureCount !== featureCount)) throw new RangeError("averageEnsembles: members differ in feature count");
+  if (members.length === 1) return members[0]!;
+  const n = members.length;
+  return { featureCount, trees: members.flatMap((e) => e.trees.map((t) => ({ ...t, value: t.value.map((v) => v / n) }))) };
+}
+
 /** Each feature's share of the ensemble's total split gain. */
 export function featureImportance(model: Ensemble): Float64Array {
   const imp = new Float64Array(model.featureCount);
