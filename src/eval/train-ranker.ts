@@ -96,13 +96,8 @@ export function crossValidate(
       if (!m) return;
       for (const p of held) {
         const s = scoreRanker(model, p.features);
-        const sum = m.get(p.id);
-        if (sum) for (let j = 0; j < s.length; j++) sum[j]! += s[j]! * share;
-        else
-          m.set(
-            p.id,
-            s.map((x) => x * share),
-          );
+        const sum = m.get(p.id) ?? m.set(p.id, new Float64Array(s.length)).get(p.id)!;
+        for (let j = 0; j < s.length; j++) sum[j]! += s[j]! * share;
       }
     };
     const { linear } = trainRanker(
