@@ -243,6 +243,20 @@ function evalSection(root: string, glance: Glance[]): Section {
         `head queries with a named answer in the pool ${q3(pool.headAnswerInPool)}.`,
     );
   }
+  const bands = obj(j.headBands);
+  if (bands) {
+    const perBatch = Object.entries(bands).map(([batch, b]) => {
+      const counts = obj(b);
+      return `batch ${batch}: ${
+        counts
+          ? Object.entries(counts)
+              .map(([band, n]) => `${band} ${int(n)}`)
+              .join(", ")
+          : "–"
+      }`;
+    });
+    lines.push(`Where each head query's first named answer stands through the full path: ${perBatch.join("; ")}.`);
+  }
   const dup = obj(j.duplicates);
   if (dup) {
     const apart = obj(dup.leftApart);

@@ -24,7 +24,10 @@
  * (the trees' row sampling) override the shipped training settings; `--context-k` and `--context-trees`
  * the second stage's (0 trees: none); `--bag N` averages N tree ensembles of seeds `--seed` and up;
  * `--head-weight W` weighs the head set W times the curated lists in the gradient (1: the same).
- * Head metrics are also reported per batch of the head set (bench/head-queries.md).
+ * Head metrics are also reported per batch of the head set (bench/head-queries.md), with where each
+ * query's first named answer stands (top 3, 4th–5th, 6th–10th, 11th–50th, further down the pool, not in
+ * it). `--misses` lists the queries of batches 1 and 2 whose first answer is below the top 3, with the
+ * results above it; batch 3 stays unlisted, so that it keeps measuring features designed without it.
  *
  * `--teacher-slice N` also compares the index's embedder with its teacher (USE-lite) on a slice of N
  * repositories, because the teacher is far too slow to embed the whole dataset (see docs/embeddings.md).
@@ -99,6 +102,7 @@ const { values } = parseArgs({
     "head-weight": { type: "string" },
     bag: { type: "string" },
     truncation: { type: "string" },
+    misses: { type: "boolean" },
   },
 });
 const config = loadConfig({ ...process.env, ...(values["data-dir"] ? { DATA_DIR: values["data-dir"] } : {}) });
@@ -220,6 +224,34 @@ function byBatch(m: Record<string, HeadMetrics>): string {
   return Object.entries(m)
     .map(([b, h]) => `batch ${b} ${h.hit3.toFixed(3)}`)
     .join(", ");
+}
+
+const BANDS = ["top 3", "4-5", "6-10", "11-50", "in pool", "not in pool"] as const;
+
+/** Per head batch, how many queries have their first named answer in each band of the ranked list. */
+function answerBands(judged: readonly Judged[], run: Run, pools: ReadonlyMap<string, CandidatePool>): Record<string, Record<string, number>> {
+  const out: Record<string, Record<string, number>> = {};
+  for (const q of judged) {
+    if (q.set !== "head") continue;
+    const at = (run.rankings.get(q.id) ?? []).findIndex((k) => q.relevant.has(k));
+    const pooled = pools.get(q.id)!.candidates.some((c) => q.relevant.has(c.payload.key));
+    const band = at < 0 ? (pooled ? "in pool" : "not in pool") : at < 3 ? "top 3" : at < 5 ? "4-5" : at < 10 ? "6-10" : "11-50";
+    const b = (out[String(q.batch)] ??= Object.fromEntries(BANDS.map((x) => [x, 0])));
+    b[band]!++;
+  }
+  return out;
+}
+
+/** `--misses`: batches 1 and 2 only (batch 3 was written blind and is kept unread). */
+function printMisses(judged: readonly Judged[], run: Run): void {
+  console.log("\nhead misses, batches 1 and 2 (rank of the first named answer, query, answers, top 3):");
+  for (const q of judged) {
+    if (q.set !== "head" || q.batch === 3) continue;
+    const ranked = run.rankings.get(q.id) ?? [];
+    const at = ranked.findIndex((k) => q.relevant.has(k));
+    if (at >= 0 && at < 3) continue;
+    console.log(`${at < 0 ? "–" : at + 1}\t${q.query}\t${[...q.relevant].join(" ")}\t${ranked.slice(0, 3).join(" ")}`);
+  }
 }
 
 /** The identity dedup merges by (repository part, description words): two results sharing it are one project. */
@@ -360,6 +392,19 @@ async function main(): Promise<void> {
     `\ncandidate pool: mean ${poolRecall.meanPoolSize.toFixed(0)} candidates; dev recall ${poolRecall.devRecall.toFixed(3)}; head queries with an answer in the pool ${poolRecall.headAnswerInPool.toFixed(3)}`,
   );
 
+  const headBands = answerBands(judged, shippedRun, pools);
+  console.log(
+    `head set, first named answer (full search path): ${Object.entries(headBands)
+      .map(
+        ([batch, b]) =>
+          `batch ${batch} ${Object.entries(b)
+            .map(([band, n]) => `${band} ${n}`)
+            .join(", ")}`,
+      )
+      .join("; ")}`,
+  );
+  if (values.misses) printMisses(judged, shippedRun);
+
   // Duplicate projects in result lists: two results with the same repository part and description
   // (the identity dedup merges by; the groups it leaves alone as generic are listed, not hidden).
   // Each pair gets the reason the merge rule gives for keeping its group apart ("My dotfiles" of two
@@ -489,6 +534,7 @@ async function main(): Promise<void> {
     ranker: ranker.training,
     runs,
     poolRecall,
+    headBands,
     duplicates: {
       pairs: dupPairs,
       wouldMerge,
