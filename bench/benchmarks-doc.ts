@@ -179,6 +179,24 @@ function byBatch(v: unknown, hit3: (batch: unknown) => unknown): string | null {
     .join(", ");
 }
 
+/** eval.json's `headBands` as one line ("batch 1: top 3 372, 4-5 10, …; batch 2: …"), or null; eval prints the same. */
+export function headBandsText(headBands: unknown): string | null {
+  const bands = obj(headBands);
+  if (!bands) return null;
+  return Object.entries(bands)
+    .map(([batch, b]) => {
+      const counts = obj(b);
+      return `batch ${batch}: ${
+        counts
+          ? Object.entries(counts)
+              .map(([band, n]) => `${band} ${int(n)}`)
+              .join(", ")
+          : "–"
+      }`;
+    })
+    .join("; ");
+}
+
 function evalSection(root: string, glance: Glance[]): Section {
   const title = "Search quality: `npm run eval`";
   const f = readResult(root, "eval.json");
@@ -243,20 +261,8 @@ function evalSection(root: string, glance: Glance[]): Section {
         `head queries with a named answer in the pool ${q3(pool.headAnswerInPool)}.`,
     );
   }
-  const bands = obj(j.headBands);
-  if (bands) {
-    const perBatch = Object.entries(bands).map(([batch, b]) => {
-      const counts = obj(b);
-      return `batch ${batch}: ${
-        counts
-          ? Object.entries(counts)
-              .map(([band, n]) => `${band} ${int(n)}`)
-              .join(", ")
-          : "–"
-      }`;
-    });
-    lines.push(`Where each head query's first named answer stands through the full path: ${perBatch.join("; ")}.`);
-  }
+  const bands = headBandsText(j.headBands);
+  if (bands) lines.push(`Where each head query's first named answer stands through the full path: ${bands}.`);
   const dup = obj(j.duplicates);
   if (dup) {
     const apart = obj(dup.leftApart);

@@ -51,6 +51,7 @@ import {
 } from "../src/corpus/dedup.js";
 import { prepareCorpus } from "../src/corpus/prepare.js";
 import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "../src/core/engine.js";
+import { headBandsText } from "./benchmarks-doc.js";
 import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
 import { understandQuery, type QueryUnderstanding } from "../src/core/query.js";
 import { FEATURE_COUNT, FEATURES } from "../src/core/rank/features.js";
@@ -134,8 +135,13 @@ interface HeadMetrics {
   mrr: number;
 }
 
+/** The rank (0-based) of the first judged answer in a ranking, or -1. */
+function firstAnswerAt(ranked: readonly string[], relevant: ReadonlySet<string>): number {
+  return ranked.findIndex((k) => relevant.has(k));
+}
+
 function headMetrics(ranked: readonly string[], relevant: ReadonlySet<string>): HeadMetrics {
-  const at = ranked.findIndex((k) => relevant.has(k));
+  const at = firstAnswerAt(ranked, relevant);
   return { hit1: at === 0 ? 1 : 0, hit3: at >= 0 && at < 3 ? 1 : 0, hit10: at >= 0 && at < 10 ? 1 : 0, mrr: at >= 0 ? 1 / (at + 1) : 0 };
 }
 
@@ -233,7 +239,7 @@ function answerBands(judged: readonly Judged[], run: Run, pools: ReadonlyMap<str
   const out: Record<string, Record<string, number>> = {};
   for (const q of judged) {
     if (q.set !== "head") continue;
-    const at = (run.rankings.get(q.id) ?? []).findIndex((k) => q.relevant.has(k));
+    const at = firstAnswerAt(run.rankings.get(q.id) ?? [], q.relevant);
     const pooled = pools.get(q.id)!.candidates.some((c) => q.relevant.has(c.payload.key));
     const band = at < 0 ? (pooled ? "in pool" : "not in pool") : at < 3 ? "top 3" : at < 5 ? "4-5" : at < 10 ? "6-10" : "11-50";
     const b = (out[String(q.batch)] ??= Object.fromEntries(BANDS.map((x) => [x, 0])));
@@ -248,7 +254,7 @@ function printMisses(judged: readonly Judged[], run: Run): void {
   for (const q of judged) {
     if (q.set !== "head" || q.batch === 3) continue;
     const ranked = run.rankings.get(q.id) ?? [];
-    const at = ranked.findIndex((k) => q.relevant.has(k));
+    const at = firstAnswerAt(ranked, q.relevant);
     if (at >= 0 && at < 3) continue;
     console.log(`${at < 0 ? "–" : at + 1}\t${q.query}\t${[...q.relevant].join(" ")}\t${ranked.slice(0, 3).join(" ")}`);
   }
@@ -393,16 +399,7 @@ async function main(): Promise<void> {
   );
 
   const headBands = answerBands(judged, shippedRun, pools);
-  console.log(
-    `head set, first named answer (full search path): ${Object.entries(headBands)
-      .map(
-        ([batch, b]) =>
-          `batch ${batch} ${Object.entries(b)
-            .map(([band, n]) => `${band} ${n}`)
-            .join(", ")}`,
-      )
-      .join("; ")}`,
-  );
+  console.log(`head set, first named answer (full search path): ${headBandsText(headBands)}`);
   if (values.misses) printMisses(judged, shippedRun);
 
   // Duplicate projects in result lists: two results with the same repository part and description
