@@ -18,7 +18,8 @@
  *
  * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
- * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure). `--trees`,
+ * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure: then
+ * neither that file nor results/eval.json is written, since the figures are of a model not shipped). `--trees`,
  * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample`, `--feature-fraction` (the share of
  * features each tree may split on), `--truncation` (the ranks whose pairs LambdaMART weighs) and `--seed`
  * (the trees' row sampling) override the shipped training settings; `--context-k` and `--context-trees`
@@ -553,6 +554,11 @@ async function main(): Promise<void> {
     tuning: tuning?.summary ?? (await earlierTuning(ranker.training)),
     teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null,
   };
+  // results/eval.json holds the shipped model's figures (benchmarks.md is written from it).
+  if (values.tune && values["no-write"]) {
+    console.log(`${path.relative(process.cwd(), resultsFile)} left as it was: --tune --no-write measures a model that is not shipped`);
+    return;
+  }
   await mkdir(path.join(projectRoot, "results"), { recursive: true });
   await writeFile(resultsFile, JSON.stringify(result, null, 2) + "\n");
 }
