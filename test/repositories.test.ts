@@ -538,6 +538,25 @@ describe("qualifiers in query", () => {
     assert.ok(!("pushedAfter" in body.meta.appliedFilters));
   });
 
+  test("a framed request ranks the words that describe the need, and meta.queryText says which", async () => {
+    const plain = await search({ query: "markdown note taking engine", limit: 10 });
+    assert.equal(plain.meta.queryText, undefined, "nothing removed, nothing reported");
+    assert.ok(namesOf(plain.results).includes(SEED), namesOf(plain.results).join(", "));
+    for (const framed of [
+      "What is the best markdown note taking engine?",
+      "I'm looking for a popular markdown note taking engine",
+      "GitHub repository for markdown note taking engine",
+    ]) {
+      const body = await search({ query: framed, limit: 10 });
+      assert.equal(body.query, framed);
+      assert.match(body.meta.queryText ?? "", /^(?:a )?markdown note taking engine$/, framed);
+      assert.deepEqual(namesOf(body.results), namesOf(plain.results), framed);
+    }
+    const both = await search({ query: "best markdown note taking engine language:rust", limit: 10 });
+    assert.equal(both.meta.queryText, "markdown note taking engine");
+    assert.equal(both.meta.qualifiers?.[0]?.qualifier, "language:rust");
+  });
+
   test("only qualifiers: the most-starred repositories under them (method popular), evidence naming them", async () => {
     const body = await search({ query: "language:rust topic:markdown", limit: 5 });
     assert.equal(body.meta.queryText, "");

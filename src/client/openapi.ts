@@ -421,7 +421,7 @@ export interface components {
       readonly rerankMs?: number;
       /** @description Present only when the query held GitHub-style qualifiers (`language:go`, `stars:>1000`, ...): each one as written, the filter fields it set, and those an explicit `filters` value overrode. Their effect is in `appliedFilters`. */
       readonly qualifiers?: readonly components["schemas"]["AppliedQualifier"][];
-      /** @description Present only when the query held qualifiers: the text that was ranked once they were removed. Empty: the query was only qualifiers, and the results are the most-starred repositories that pass the filters (method `popular`). */
+      /** @description Present only when the ranked text is not the query as sent: the query held qualifiers, removed from the text, or began with words that frame the request rather than describe the need (`what is the best`, `I'm looking for a`, `most popular`, `github repository for`), dropped before ranking. Empty: the query was only qualifiers, and the results are the most-starred repositories that pass the filters (method `popular`). */
       readonly queryText?: string;
     };
     /** AppliedQualifier */

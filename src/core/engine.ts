@@ -21,6 +21,7 @@ import { withCondition, type PointId, type VectorStore } from "../store/types.js
 import { buildEvidence, compactTree, llmsUrlOf, MAX_EVIDENCE, sanitizeSnippet } from "./evidence.js";
 import { applyFilterDefaults, toStoreFilter } from "./filters.js";
 import { understandQuery, type QueryUnderstanding } from "./query.js";
+import { searchText } from "./framing.js";
 import { mergeQualifierFilters, parseQualifiers } from "./qualifiers.js";
 import { repositoryCard } from "./repository.js";
 import { findSimilar, resolveRepository } from "./similar.js";
@@ -237,8 +238,12 @@ export class SearchEngine implements SearchCore {
     const applied = applyFilterDefaults(merged.filters);
     const filter = toStoreFilter(applied, this.opts.now?.() ?? new Date());
     const limit = req.limit ?? DEFAULT_LIMIT;
-    const text = parsed.text.trim();
-    const parsedMeta = merged.applied.length ? { qualifiers: merged.applied, queryText: text } : {};
+    const text = searchText(parsed.text);
+    // meta.queryText: the ranked text, whenever it is not the query as sent (qualifiers or a framing removed).
+    const parsedMeta = {
+      ...(merged.applied.length ? { qualifiers: merged.applied } : {}),
+      ...(merged.applied.length || text !== req.query.trim() ? { queryText: text } : {}),
+    };
     const meta = (methods: Record<string, MethodStats>, total: number) => ({
       total,
       timeMs: round2(performance.now() - t0),

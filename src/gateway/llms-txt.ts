@@ -75,6 +75,7 @@ Full body (every field except \`query\` is optional):
 - \`archived:true\` includes archived repositories (it does not keep only them); \`archived:false\` excludes them (the default).
 - \`pushed:>2024-01-01\` (also \`>=\`, \`<\`, \`<=\`, \`2024-01-01..2024-06-30\`, or one day; UTC): shown in \`meta.appliedFilters\` as \`pushedAfter\`/\`pushedBefore\`.
 - Keys are case-insensitive; any other \`word:word\` stays text. An explicit \`filters\` field wins over a qualifier for the same field. \`meta.qualifiers\` lists what was parsed (and what \`filters\` overrode), \`meta.queryText\` the text that was ranked. A query of qualifiers only returns the most-starred repositories that pass them.
+- Describe the need, not the request: words that only frame it at the start (\`what is the best\`, \`I'm looking for a\`, \`most popular\`, \`github repository for\`) are dropped before ranking, and \`meta.queryText\` then shows what was ranked.
 - A malformed qualifier (\`stars:>abc\`, \`archived:maybe\`, \`category:nope\`, \`pushed:>2024-13-45\`, a negated one such as \`-language:go\`) is a 400 VALIDATION_ERROR whose detail (path \`/query\`, rule \`qualifier\`) names it; it is not charged.
 
 **Filters** (all optional; applied before ranking; all given constraints must hold):

@@ -281,7 +281,7 @@ export const schemas: Readonly<Record<SchemaName, JsonSchema>> = {
       queryText: {
         type: "string",
         description:
-          "Present only when the query held qualifiers: the text that was ranked once they were removed. Empty: the query was only qualifiers, and the results are the most-starred repositories that pass the filters (method `popular`).",
+          "Present only when the ranked text is not the query as sent: the query held qualifiers, removed from the text, or began with words that frame the request rather than describe the need (`what is the best`, `I'm looking for a`, `most popular`, `github repository for`), dropped before ranking. Empty: the query was only qualifiers, and the results are the most-starred repositories that pass the filters (method `popular`).",
       },
     },
   },

@@ -98,7 +98,9 @@ const metaSchema: JsonSchema = {
       description: "Present when the query held qualifiers (`language:go`, `stars:>100`, …): each one and the filter fields it set.",
       items: { type: "object" },
     },
-    queryText: str("Present when the query held qualifiers: the text that was ranked without them."),
+    queryText: str(
+      'Present when the ranked text is not the query as sent: the text ranked without its qualifiers and framing words ("what is the best", "most popular").',
+    ),
     methods: { type: "object", description: "Full detail only: candidates and fusion weight per retrieval method." },
   },
 };

@@ -677,8 +677,9 @@ export type Meta = Message<"reposearch.v1.Meta"> & {
   qualifiers: AppliedQualifier[];
 
   /**
-   * The text that was ranked once the qualifiers were removed. Absent: the query held no qualifiers.
-   * Empty: only qualifiers (results are the most-starred under the filters, method "popular").
+   * The text that was ranked, when it is not the query as sent: qualifiers removed, or words that
+   * frame the request ("what is the best", "I'm looking for a") dropped. Absent: the query was ranked as
+   * sent. Empty: only qualifiers (results are the most-starred under the filters, method "popular").
    *
    * @generated from field: optional string query_text = 8;
    */
