@@ -197,6 +197,15 @@ export function headBandsText(headBands: unknown): string | null {
     .join("; ");
 }
 
+/** eval.json's `headFramings` as one line ("as written 0.859; “best …” 0.859; …"), or null; eval prints the same. */
+export function headFramingsText(headFramings: unknown): string | null {
+  const framings = obj(headFramings);
+  if (!framings) return null;
+  return Object.entries(framings)
+    .map(([framing, hit3]) => `${framing === "{q}" ? "as written" : `“${framing.replace("{q}", "…")}”`} ${q3(hit3)}`)
+    .join("; ");
+}
+
 function evalSection(root: string, glance: Glance[]): Section {
   const title = "Search quality: `npm run eval`";
   const f = readResult(root, "eval.json");
@@ -263,6 +272,8 @@ function evalSection(root: string, glance: Glance[]): Section {
   }
   const bands = headBandsText(j.headBands);
   if (bands) lines.push(`Where each head query's first named answer stands through the full path: ${bands}.`);
+  const framings = headFramingsText(j.headFramings);
+  if (framings) lines.push(`Head hit@3 with each query framed as agents write a request (the ranked text drops the framing): ${framings}.`);
   const dup = obj(j.duplicates);
   if (dup) {
     const apart = obj(dup.leftApart);

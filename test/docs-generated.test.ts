@@ -80,6 +80,7 @@ test("docs: the benchmarks generator survives missing, partial and unreadable re
       benchmark: "eval",
       date: "2026-12-01T10:00:00.000Z",
       runs: [{ method: "ranker (default)", dev: { ndcg10: 0.2 } }, null, 3],
+      headFramings: { "{q}": 0.859, "best {q}": 0.85, "open source {q}": "n/a" },
       ranker: {},
       tuning: { curve: [{}] },
       teacherSlice: null,
@@ -98,6 +99,7 @@ test("docs: the benchmarks generator survives missing, partial and unreadable re
     assert.match(partial, /`results\/bench-store\.json` is not valid JSON/);
     assert.match(partial, /`results\/loadtest-other\.json` does not hold a JSON object/);
     assert.match(partial, /the file records no run date/);
+    assert.match(partial, /framed as agents write a request .*: as written 0\.859; “best …” 0\.850; “open source …” –\./);
     assert.ok(!/undefined|NaN|\[object Object\]/.test(partial), "no undefined, NaN or [object Object] in the page");
   } finally {
     rmSync(root, { recursive: true, force: true });
