@@ -13,8 +13,10 @@
  *
  * Rows: the shipped ranker through the full search path (with latency), BM25F order and cosine order of
  * the same candidate pools (the retrievers alone), the ranker without query understanding, and the ranker
- * plus rerank. It also reports each pool's recall (the best any ranking of it could find) and counts
- * duplicate projects in the result lists.
+ * plus rerank. It also reports each pool's recall (the best any ranking of it could find), the head
+ * set's hit@3 with each query framed as agents write requests ("what is the best …?", FRAMINGS), and
+ * counts duplicate projects in the result lists. Pools are built from the text the engine ranks (the
+ * query without a framing, src/core/framing.ts).
  *
  * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
