@@ -258,17 +258,19 @@ function answerBands(judged: readonly Judged[], run: Run, pools: ReadonlyMap<str
  */
 const FRAMINGS = ["best {q}", "most popular {q}", "open source {q}", "I'm looking for a {q}", "what is the best {q}?", "github repository for {q}"] as const;
 
-/** Head hit@3 through the full path, as written (`{q}`) and in each of FRAMINGS. */
-async function framedHeadHits(engine: SearchEngine, judged: readonly Judged[]): Promise<Record<string, number>> {
+/** Head hit@3 through the full path: as written (`{q}`, read from `run`, the full path already taken) and in each of FRAMINGS. */
+async function framedHeadHits(engine: SearchEngine, judged: readonly Judged[], run: Run): Promise<Record<string, number>> {
   const head = judged.filter((q) => q.set === "head");
-  const out: Record<string, number> = {};
-  for (const framing of ["{q}", ...FRAMINGS]) {
-    let hits = 0;
+  const hit3 = (qs: readonly { ranked: readonly string[]; relevant: ReadonlySet<string> }[]) =>
+    round3(meanHead(qs.map((q) => headMetrics(q.ranked, q.relevant))).hit3);
+  const out: Record<string, number> = { "{q}": hit3(head.map((q) => ({ ranked: run.rankings.get(q.id) ?? [], relevant: q.relevant }))) };
+  for (const framing of FRAMINGS) {
+    const framed = [];
     for (const q of head) {
       const res = await engine.search({ query: framing.replace("{q}", q.query), limit: 3, filters: q.filters });
-      if (res.results.some((r) => q.relevant.has(r.name.toLowerCase()))) hits++;
+      framed.push({ ranked: res.results.map((r) => r.name.toLowerCase()), relevant: q.relevant });
     }
-    out[framing] = round3(hits / head.length);
+    out[framing] = hit3(framed);
   }
   return out;
 }
@@ -428,7 +430,7 @@ async function main(): Promise<void> {
   const headBands = answerBands(judged, shippedRun, pools);
   console.log(`head set, first named answer (full search path): ${headBandsText(headBands)}`);
   if (values.misses) printMisses(judged, shippedRun);
-  const headFramings = await framedHeadHits(engine, judged);
+  const headFramings = await framedHeadHits(engine, judged, shippedRun);
   console.log(`head hit@3 with the request framed (full search path): ${headFramingsText(headFramings)}`);
 
   // Duplicate projects in result lists: two results with the same repository part and description
