@@ -206,6 +206,13 @@ export function headFramingsText(headFramings: unknown): string | null {
     .join("; ");
 }
 
+/** eval.json's `headPlural` as one clause ("903 queries: 0.855 as written, 0.811 in the plural"), or null; eval prints the same. */
+export function headPluralText(headPlural: unknown): string | null {
+  const p = obj(headPlural);
+  if (!p) return null;
+  return `${int(p.queries)} queries: ${q3(p.asWritten)} as written, ${q3(p.plural)} with the head noun in the plural`;
+}
+
 function evalSection(root: string, glance: Glance[]): Section {
   const title = "Search quality: `npm run eval`";
   const f = readResult(root, "eval.json");
@@ -274,6 +281,8 @@ function evalSection(root: string, glance: Glance[]): Section {
   if (bands) lines.push(`Where each head query's first named answer stands through the full path: ${bands}.`);
   const framings = headFramingsText(j.headFramings);
   if (framings) lines.push(`Head hit@3 with each query framed as agents write a request (the ranked text drops the framing): ${framings}.`);
+  const plural = headPluralText(j.headPlural);
+  if (plural) lines.push(`Head hit@3 of the head queries that ask for one thing, as written and asking for many ("password managers"): ${plural}.`);
   const dup = obj(j.duplicates);
   if (dup) {
     const apart = obj(dup.leftApart);
@@ -320,6 +329,12 @@ function evalSection(root: string, glance: Glance[]): Section {
             ? ` The first stage alone: dev nDCG@10 ${q3(first.devNdcg10)}, dev MRR ${q3(first.devMrr)}, head hit@3 ${q3(first.headHit3)}, head MRR ${q3(first.headMrr)}.`
             : ""),
       );
+      const plural = obj(cv.headPlural);
+      if (plural)
+        lines.push(
+          `Held out, the ${int(plural.queries)} head queries that ask for one thing: hit@3 ${q3(plural.asWritten)} as written, ${q3(plural.plural)} with the head noun in the plural ` +
+            `(${Number(plural.weight) > 0 ? `the ranker trained on those variants at ${fixed(plural.weight, 1)}× a head query's weight` : "the ranker not trained on those variants"}; [ranking.md](ranking.md#4-the-learned-ranker)).`,
+        );
       const batches = byBatch(cv.headHit3ByBatch, (v) => v);
       glance.push({
         measure: "search quality held out, dev nDCG@10 / head hit@3",

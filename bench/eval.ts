@@ -14,8 +14,9 @@
  * Rows: the shipped ranker through the full search path (with latency), BM25F order and cosine order of
  * the same candidate pools (the retrievers alone), the ranker without query understanding, and the ranker
  * plus rerank. It also reports each pool's recall (the best any ranking of it could find), the head
- * set's hit@3 with each query framed as agents write requests ("what is the best …?", FRAMINGS), and
- * counts duplicate projects in the result lists. Pools are built from the text the engine ranks (the
+ * set's hit@3 with each query framed as agents write requests ("what is the best …?", FRAMINGS) and,
+ * for the head queries that ask for one thing, with the head noun in the plural ("password managers",
+ * src/eval/phrasing.ts), and counts duplicate projects in the result lists. Pools are built from the text the engine ranks (the
  * query without a framing, src/core/framing.ts).
  *
  * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
@@ -27,6 +28,10 @@
  * (the trees' row sampling) override the shipped training settings; `--context-k` and `--context-trees`
  * the second stage's (0 trees: none); `--bag N` averages N tree ensembles of seeds `--seed` and up;
  * `--head-weight W` weighs the head set W times the curated lists in the gradient (1: the same).
+ * Each head query that asks for one thing is also scored held out with its head noun in the plural, in
+ * the fold of the query as written (`headPlural`); `--plural-weight W` trains on those variants too,
+ * each weighing W times a head query, the head set's total weight unchanged (0, the shipped setting:
+ * measured, not trained on; docs/ranking.md, section 4, has what 0.5 and 1 did).
  * Head metrics are also reported per batch of the head set (bench/head-queries.md), with where each
  * query's first named answer stands (top 3, 4th–5th, 6th–10th, 11th–50th, further down the pool, not in
  * it). `--misses` lists the queries of batches 1 and 2 whose first answer is below the top 3, with the
@@ -54,7 +59,7 @@ import {
 } from "../src/corpus/dedup.js";
 import { prepareCorpus } from "../src/corpus/prepare.js";
 import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "../src/core/engine.js";
-import { headBandsText, headFramingsText } from "./benchmarks-doc.js";
+import { headBandsText, headFramingsText, headPluralText } from "./benchmarks-doc.js";
 import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
 import { searchText } from "../src/core/framing.js";
 import { understandQuery, type QueryUnderstanding } from "../src/core/query.js";
@@ -71,6 +76,7 @@ import { EmbedPool } from "../src/embed/pool.js";
 import { loadQueryEmbedder } from "../src/embed/factory.js";
 import type { Embedder } from "../src/embed/types.js";
 import { loadEvalQueries, meanMetrics, scoreRanking, type QueryMetrics } from "../src/eval/metrics.js";
+import { pluralVariant } from "../src/eval/phrasing.js";
 import {
   balanceSets,
   crossValidate,
@@ -105,6 +111,7 @@ const { values } = parseArgs({
     "context-k": { type: "string" },
     "context-trees": { type: "string" },
     "head-weight": { type: "string" },
+    "plural-weight": { type: "string" },
     bag: { type: "string" },
     truncation: { type: "string" },
     misses: { type: "boolean" },
@@ -130,6 +137,8 @@ interface Judged {
   readonly filters: SearchFilters;
   /** Head queries: the batch they were written in (bench/head-queries.md); null for dev queries. */
   readonly batch: number | null;
+  /** A head query rephrased (src/eval/phrasing.ts): the id of the query as written, whose fold it shares. */
+  readonly variantOf?: string;
 }
 
 interface HeadMetrics {
@@ -275,6 +284,23 @@ async function framedHeadHits(engine: SearchEngine, judged: readonly Judged[], r
   return out;
 }
 
+/**
+ * Head hit@3 through the full path for the head queries that have a plural variant: as written (read
+ * from `run`) and with the head noun in the plural ("password managers").
+ */
+async function pluralHeadHits(engine: SearchEngine, judged: readonly Judged[], plurals: readonly Judged[], run: Run): Promise<Record<string, number>> {
+  const hit3 = (qs: readonly { ranked: readonly string[]; relevant: ReadonlySet<string> }[]) =>
+    round3(meanHead(qs.map((q) => headMetrics(q.ranked, q.relevant))).hit3);
+  const withVariant = new Set(plurals.map((q) => q.variantOf));
+  const asWritten = judged.filter((q) => withVariant.has(q.id)).map((q) => ({ ranked: run.rankings.get(q.id) ?? [], relevant: q.relevant }));
+  const plural = [];
+  for (const q of plurals) {
+    const res = await engine.search({ query: q.query, limit: 3, filters: q.filters });
+    plural.push({ ranked: res.results.map((r) => r.name.toLowerCase()), relevant: q.relevant });
+  }
+  return { queries: plurals.length, asWritten: hit3(asWritten), plural: hit3(plural) };
+}
+
 /** `--misses`: batches 1 and 2 only (batch 3 was written blind and is kept unread). */
 function printMisses(judged: readonly Judged[], run: Run): void {
   console.log("\nhead misses, batches 1 and 2 (rank of the first named answer, query, answers, top 3):");
@@ -323,6 +349,12 @@ async function main(): Promise<void> {
   }
   const devCount = judged.filter((q) => q.set === "dev").length;
   console.log(`${devCount} dev queries (judged repositories in the index), ${judged.length - devCount} head queries`);
+  // Each head query that asks for one thing, with its head noun in the plural: trained on beside it
+  // (--tune) and measured through the full path (headPlural).
+  const plurals: Judged[] = judged.flatMap((q) => {
+    const v = q.set === "head" ? pluralVariant(q.query) : null;
+    return v === null ? [] : [{ ...q, id: `${q.id}~plural`, query: v, variantOf: q.id }];
+  });
 
   const reranker = (await createReranker(config, { local: async () => createLocalReranker() })) ?? createLocalReranker();
   // Candidate pools with features, as the core builds them (pools need no ranker: a neutral one, so
@@ -334,18 +366,18 @@ async function main(): Promise<void> {
   const poolsNoU = new Map<string, CandidatePool>();
   const noUnderstanding: QueryUnderstanding = { language: null, categories: [], notes: [] };
   const now = new Date();
-  for (const q of judged) {
+  for (const q of values.tune ? [...judged, ...plurals] : judged) {
     const filter = toStoreFilter(applyFilterDefaults(q.filters), now);
     // The text the engine ranks: the query without the words that frame the request (src/core/framing.ts).
     const text = searchText(q.query);
     pools.set(q.id, await poolEngine.pool(text, filter, understandQuery(text)));
-    poolsNoU.set(q.id, await poolEngine.pool(text, filter, noUnderstanding));
+    if (!q.variantOf) poolsNoU.set(q.id, await poolEngine.pool(text, filter, noUnderstanding));
   }
   await poolEngine.close();
 
   // --tune: train (cross-validated) first, then measure the new model; otherwise the shipped one.
   let tuning: { summary: Record<string, unknown>; model: RankerModel } | null = null;
-  if (values.tune) tuning = await tune(judged, pools, info);
+  if (values.tune) tuning = await tune(judged, plurals, pools, info);
   const ranker = tuning?.model ?? shippedRanker();
   const engine = SearchEngine.fromConfig(config, store, { reranker: null, ranker });
   const rerankEngine = SearchEngine.fromConfig(config, store, { reranker, rerankTimeoutMs: 10_000, ranker });
@@ -432,6 +464,8 @@ async function main(): Promise<void> {
   if (values.misses) printMisses(judged, shippedRun);
   const headFramings = await framedHeadHits(engine, judged, shippedRun);
   console.log(`head hit@3 with the request framed (full search path): ${headFramingsText(headFramings)}`);
+  const headPlural = await pluralHeadHits(engine, judged, plurals, shippedRun);
+  console.log(`head hit@3 with the head noun in the plural (full search path): ${headPluralText(headPlural)}`);
 
   // Duplicate projects in result lists: two results with the same repository part and description
   // (the identity dedup merges by; the groups it leaves alone as generic are listed, not hidden).
@@ -564,6 +598,7 @@ async function main(): Promise<void> {
     poolRecall,
     headBands,
     headFramings,
+    headPlural,
     duplicates: {
       pairs: dupPairs,
       wouldMerge,
@@ -613,6 +648,7 @@ async function earlierTuning(training: Record<string, unknown>): Promise<unknown
 /** Cross-validated training of the ranker, then the final model (see the module comment). */
 async function tune(
   judged: readonly Judged[],
+  plurals: readonly Judged[],
   pools: ReadonlyMap<string, CandidatePool>,
   info: { version: string | null; count: number; embedderId: string | null },
 ): Promise<{ summary: Record<string, unknown>; model: RankerModel }> {
@@ -634,23 +670,34 @@ async function tune(
   const checkpoints = values.trees ? values.trees.split(",").map(Number) : [0, 50, 100, 150, 200, 300];
   const bag = num(values.bag, 1);
   const lists = [...new Set(judged.filter((q) => q.set === "dev").map((q) => q.list))].sort();
-  const training: JudgedPool[] = balanceSets(
-    judged.map((q) => {
-      const pool = pools.get(q.id)!;
-      const keys = pool.candidates.map((c) => c.payload.key);
-      return {
-        id: q.id,
-        set: q.set,
-        // A fold: one curated list and a tenth of the head set.
-        fold: q.set === "dev" ? `fold${String(lists.indexOf(q.list)).padStart(2, "0")}` : `fold${String(headFold(q.id) % lists.length).padStart(2, "0")}`,
-        keys,
-        relevant: q.relevant,
-        features: pool.features,
-        labels: Float32Array.from(keys, (k) => (q.relevant.has(k) ? 1 : 0)),
-      };
-    }),
-    { head: num(values["head-weight"], 1) },
+  const judgedPool = (q: Judged): JudgedPool => {
+    const pool = pools.get(q.id)!;
+    const keys = pool.candidates.map((c) => c.payload.key);
+    return {
+      id: q.id,
+      set: q.set,
+      // A fold: one curated list and a tenth of the head set (a variant goes with its query as written).
+      fold:
+        q.set === "dev"
+          ? `fold${String(lists.indexOf(q.list)).padStart(2, "0")}`
+          : `fold${String(headFold(q.variantOf ?? q.id) % lists.length).padStart(2, "0")}`,
+      keys,
+      relevant: q.relevant,
+      features: pool.features,
+      labels: Float32Array.from(keys, (k) => (q.relevant.has(k) ? 1 : 0)),
+    };
+  };
+  // Each plural variant weighs --plural-weight times a head query as written (0: measured held out,
+  // not trained on), and the head set as a whole weighs what it weighs without them: the variants say
+  // the same needs again, so they take a share of the head set's weight rather than add to it.
+  const pluralWeight = num(values["plural-weight"], 0);
+  const headCount = judged.filter((q) => q.set === "head").length;
+  const share = headCount / (headCount + pluralWeight * plurals.length);
+  const balanced = balanceSets(judged.map(judgedPool), { head: num(values["head-weight"], 1) }).map((p) =>
+    p.set === "head" ? { ...p, weight: p.weight! * share } : p,
   );
+  const headWeight = balanced.find((p) => p.set === "head")?.weight ?? 1;
+  const training: JudgedPool[] = [...balanced, ...plurals.map((q) => ({ ...judgedPool(q), weight: headWeight * pluralWeight }))];
   console.log(
     `\ntune: ${training.length} queries in ${new Set(training.map((p) => p.fold)).size} folds, params ${JSON.stringify(params)}, tree counts ${checkpoints.join(", ")}${bag > 1 ? `, bag ${bag}` : ""}`,
   );
@@ -690,13 +737,27 @@ async function tune(
   };
   const heldScores = cv.get(best.trees)!;
   let shippedHeldOut = best;
+  let heldRankings = new Map([...heldScores].map(([id, sc]) => [id, keysByScore(byId.get(id)!, sc)]));
   if (ctxParams.trees > 0) {
-    const s = summarize({ name: "two stages", rankings: crossValidateContext(training, heldScores, params.trees, ctxParams) }, judged);
+    heldRankings = crossValidateContext(training, heldScores, params.trees, ctxParams);
+    const s = summarize({ name: "two stages", rankings: heldRankings }, judged);
     shippedHeldOut = { trees: best.trees, dev: s.dev, head: s.head, headByBatch: s.headByBatch, perList: s.perList };
     console.log(
       `second stage (top ${ctxParams.k}, ${ctxParams.trees} trees) over ${best.trees} trees, held out: dev nDCG@10 ${s.dev.ndcg10.toFixed(3)}, MRR ${s.dev.mrr.toFixed(3)}, head hit@3 ${s.head.hit3.toFixed(3)} (${byBatch(s.headByBatch)}), head MRR ${s.head.mrr.toFixed(3)}`,
     );
   }
+  // The head queries that have a plural variant, as written and in the plural, held out.
+  const withVariant = new Set(plurals.map((q) => q.variantOf));
+  const heldHit3 = (qs: readonly Judged[]) => round3(summarize({ name: "", rankings: heldRankings }, qs).head.hit3);
+  const headPlural = {
+    queries: plurals.length,
+    weight: pluralWeight,
+    asWritten: heldHit3(judged.filter((q) => withVariant.has(q.id))),
+    plural: heldHit3(plurals),
+  };
+  console.log(
+    `held out, the ${headPlural.queries} head queries with a plural variant (${pluralWeight > 0 ? `trained on at ${pluralWeight}× a head query` : "not trained on"}): hit@3 ${headPlural.asWritten.toFixed(3)} as written, ${headPlural.plural.toFixed(3)} in the plural`,
+  );
   const { linear, ensemble } = trainRanker(training, finalParams, undefined, bag);
   const kept = best.trees === 0 ? { featureCount: FEATURE_COUNT, trees: [] } : ensemble;
   const stage = ctxParams.trees > 0 ? trainContext(training, heldScores, params.trees, ctxParams) : null;
@@ -711,7 +772,9 @@ async function tune(
   const summary = {
     trainedOn: {
       dev: `${path.basename(devFile)}: ${training.filter((p) => p.set === "dev").length} queries, ${lists.length} curated lists`,
-      head: `${path.relative(projectRoot, headFile)}: ${training.filter((p) => p.set === "head").length} queries`,
+      head:
+        `${path.relative(projectRoot, headFile)}: ${judged.filter((q) => q.set === "head").length} queries (${plurals.length} of them also with the head noun in the plural, src/eval/phrasing.ts, ` +
+        (pluralWeight > 0 ? `each at ${pluralWeight}× a query's weight)` : "measured held out and not trained on)"),
       index: `${info.version}, ${info.count} repositories, ${info.embedderId}`,
       sets: "each set weighs the same in the gradient",
       ...(bag > 1 ? { bag: `the mean of ${bag} tree ensembles of ${best.trees} trees, seeds ${params.trees.seed}–${params.trees.seed! + bag - 1}` } : {}),
@@ -726,6 +789,7 @@ async function tune(
       headHit3ByBatch: Object.fromEntries(Object.entries(shippedHeldOut.headByBatch).map(([b, h]) => [b, round3(h.hit3)])),
       headMrr: round3(shippedHeldOut.head.mrr),
       perList: Object.fromEntries(Object.entries(shippedHeldOut.perList).map(([k, v]) => [k, round3(v)])),
+      headPlural,
       firstStage: { devNdcg10: round3(best.dev.ndcg10), devMrr: round3(best.dev.mrr), headHit3: round3(best.head.hit3), headMrr: round3(best.head.mrr) },
     },
     reproduce: "npm run eval -- --tune",

@@ -81,7 +81,8 @@ test("docs: the benchmarks generator survives missing, partial and unreadable re
       date: "2026-12-01T10:00:00.000Z",
       runs: [{ method: "ranker (default)", dev: { ndcg10: 0.2 } }, null, 3],
       headFramings: { "{q}": 0.859, "best {q}": 0.85, "open source {q}": "n/a" },
-      ranker: {},
+      headPlural: { queries: 903, asWritten: 0.855, plural: 0.8 },
+      ranker: { crossValidation: { headPlural: { queries: 653, weight: 0, asWritten: 0.85, plural: 0.84 } } },
       tuning: { curve: [{}] },
       teacherSlice: null,
     });
@@ -100,6 +101,11 @@ test("docs: the benchmarks generator survives missing, partial and unreadable re
     assert.match(partial, /`results\/loadtest-other\.json` does not hold a JSON object/);
     assert.match(partial, /the file records no run date/);
     assert.match(partial, /framed as agents write a request .*: as written 0\.859; “best …” 0\.850; “open source …” –\./);
+    assert.match(
+      partial,
+      /Held out, the 653 head queries that ask for one thing: hit@3 0\.850 as written, 0\.840 with the head noun in the plural \(the ranker not trained on those variants;/,
+    );
+    assert.match(partial, /asking for many \("password managers"\): 903 queries: 0\.855 as written, 0\.800 with the head noun in the plural\./);
     assert.ok(!/undefined|NaN|\[object Object\]/.test(partial), "no undefined, NaN or [object Object] in the page");
   } finally {
     rmSync(root, { recursive: true, force: true });

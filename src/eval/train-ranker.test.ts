@@ -73,3 +73,51 @@ describe("trainRanker and crossValidate with a bag of tree ensembles (--bag)", (
     assert.equal(JSON.stringify([...crossValidate(pools, params, [0], undefined, 2).get(0)!]), JSON.stringify([...crossValidate(pools, params, [0]).get(0)!]));
   });
 });
+
+describe("a pool of weight 0 is measured, not trained on", () => {
+  const make = (q: number, weight?: number): JudgedPool => {
+    const n = 12;
+    const features = new Float32Array(n * FEATURE_COUNT);
+    const labels = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      const a = ((q * 29 + i * 11) % 83) / 83;
+      features[i * FEATURE_COUNT] = a;
+      features[i * FEATURE_COUNT + 2] = ((q * 5 + i * 19) % 71) / 71;
+      labels[i] = a > 0.75 ? 1 : 0;
+    }
+    return {
+      id: `q${q}`,
+      set: "head",
+      fold: `fold${q % 3}`,
+      keys: [],
+      relevant: new Set<string>(),
+      features,
+      labels,
+      ...(weight === undefined ? {} : { weight }),
+    };
+  };
+  const pools = Array.from({ length: 30 }, (_, q) => make(q));
+  // Labels that would pull the ranker the other way, were they trained on.
+  const flipped = (q: number): JudgedPool => {
+    const p = make(q, 0);
+    return { ...p, id: `x${q}`, labels: Float32Array.from(p.labels, (l) => 1 - l) };
+  };
+  const extra = [flipped(100), flipped(101), flipped(102)];
+  const params = { linear: { epochs: 5 }, trees: { trees: 6, maxDepth: 2, minLeafRows: 5, subsample: 0.7, seed: 2 } };
+
+  it("trains the same ranker as without it", () => {
+    assert.equal(JSON.stringify(trainRanker([...pools, ...extra], params)), JSON.stringify(trainRanker(pools, params)));
+    // With a weight, the same pools do change the ranker: the comparison above can fail.
+    const weighted = extra.map((p) => ({ ...p, weight: 1 }));
+    assert.notEqual(JSON.stringify(trainRanker([...pools, ...weighted], params)), JSON.stringify(trainRanker(pools, params)));
+  });
+
+  it("gets held-out scores, and leaves every other query's as they were", () => {
+    const without = crossValidate(pools, params, [0, 6]);
+    const withExtra = crossValidate([...pools, ...extra], params, [0, 6]);
+    for (const count of [0, 6]) {
+      for (const p of extra) assert.equal(withExtra.get(count)!.get(p.id)!.length, 12);
+      for (const p of pools) assert.deepEqual([...withExtra.get(count)!.get(p.id)!], [...without.get(count)!.get(p.id)!]);
+    }
+  });
+});

@@ -15,6 +15,13 @@ import { averageEnsembles, DEFAULT_LAMBDAMART_PARAMS, trainLambdaMart, type Ense
 import { DEFAULT_LINEAR_PARAMS, scoreLinear, trainLinear, type LinearModel, type LinearParams } from "../core/rank/linear.js";
 import { rankerModel, scoreRanker, type RankerModel } from "../core/rank/model.js";
 
+/**
+ * Whether a pool teaches: one with weight 0 is scored held out, for a figure, and never trained on
+ * (its gradient would be zero anyway; left out, it changes no other statistic either: the features'
+ * standardisation, the trees' row sample, a leaf's row count).
+ */
+const taught = (g: RankGroup): boolean => (g.weight ?? 1) > 0;
+
 /** One judged query's candidate pool, ready for training. */
 export interface JudgedPool extends RankGroup {
   readonly id: string;
@@ -44,19 +51,20 @@ export const DEFAULT_RANKER_PARAMS: RankerParams = Object.freeze({
 });
 
 /**
- * Trains both parts on `groups`; `onTree` sees the ranker after each tree (validation curves; with a
+ * Trains both parts on `all` (those of weight 0 left out); `onTree` sees the ranker after each tree (validation curves; with a
  * bag, each member's in turn). With `bag` > 1, that many tree ensembles are trained from the same linear
  * scores, with seeds `seed`, `seed` + 1, …, and averaged (bagging: the row samples differ, so their
  * errors partly cancel). Deterministic: the linear part does not sample, and the trees sample from
  * a seeded PRNG.
  */
 export function trainRanker(
-  groups: readonly RankGroup[],
+  all: readonly RankGroup[],
   params: RankerParams,
   onTree?: (count: number, model: RankerModel) => void,
   bag = 1,
 ): { linear: LinearModel; ensemble: Ensemble } {
   if (!Number.isInteger(bag) || bag < 1) throw new RangeError(`bag must be a positive integer (got ${bag})`);
+  const groups = all.filter(taught);
   const linear = trainLinear(groups, FEATURE_COUNT, params.linear);
   const rows = groups.reduce((s, g) => s + g.labels.length, 0);
   const init = new Float64Array(rows);
@@ -76,7 +84,7 @@ export function trainRanker(
 /**
  * Held-out first-stage scores for every query at each tree count in `checkpoints` (0 = the linear part
  * alone): for each fold, a model trained on the other folds scores the fold's queries (with `bag` > 1,
- * the mean of its members' scores at that count). Deterministic: folds in sorted order.
+ * the mean of its members' scores at that count), those of weight 0 too. Deterministic: folds in sorted order.
  */
 export function crossValidate(
   pools: readonly JudgedPool[],
@@ -159,9 +167,9 @@ export function trainContext(
 }
 
 function fitContext(groups: readonly ContextGroup[], trees: Partial<LambdaMartParams>, ctx: ContextParams): ContextStage {
-  const taught = groups.filter((g) => g.labels.some((l) => l > 0));
-  const init = Float64Array.from(taught.flatMap((g) => [...g.init]));
-  const ensemble = trainLambdaMart(taught, CONTEXT_FEATURE_COUNT, { params: { ...trees, trees: ctx.trees }, initScores: init });
+  const teaching = groups.filter((g) => taught(g) && g.labels.some((l) => l > 0));
+  const init = Float64Array.from(teaching.flatMap((g) => [...g.init]));
+  const ensemble = trainLambdaMart(teaching, CONTEXT_FEATURE_COUNT, { params: { ...trees, trees: ctx.trees }, initScores: init });
   return { k: ctx.k, ensemble };
 }
 
