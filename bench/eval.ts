@@ -16,8 +16,8 @@
  * plus rerank. It also reports each pool's recall (the best any ranking of it could find), the head
  * set's hit@3 with each query framed as agents write requests ("what is the best …?", FRAMINGS) and,
  * for the head queries that ask for one thing, with the head noun in the plural ("password managers",
- * src/eval/phrasing.ts), and counts duplicate projects in the result lists. Pools are built from the text the engine ranks (the
- * query without a framing, src/core/framing.ts).
+ * src/eval/phrasing.ts), and counts duplicate projects in the result lists. Pools are built from the
+ * text the engine ranks (the query without a framing, src/core/framing.ts).
  *
  * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
@@ -349,8 +349,8 @@ async function main(): Promise<void> {
   }
   const devCount = judged.filter((q) => q.set === "dev").length;
   console.log(`${devCount} dev queries (judged repositories in the index), ${judged.length - devCount} head queries`);
-  // Each head query that asks for one thing, with its head noun in the plural: trained on beside it
-  // (--tune) and measured through the full path (headPlural).
+  // Each head query that asks for one thing, with its head noun in the plural: measured through the
+  // full path (headPlural) and, with --tune, held out (trained on only with --plural-weight > 0).
   const plurals: Judged[] = judged.flatMap((q) => {
     const v = q.set === "head" ? pluralVariant(q.query) : null;
     return v === null ? [] : [{ ...q, id: `${q.id}~plural`, query: v, variantOf: q.id }];
@@ -691,6 +691,7 @@ async function tune(
   // not trained on), and the head set as a whole weighs what it weighs without them: the variants say
   // the same needs again, so they take a share of the head set's weight rather than add to it.
   const pluralWeight = num(values["plural-weight"], 0);
+  if (!(pluralWeight >= 0)) throw new RangeError(`--plural-weight must be a number ≥ 0 (got ${values["plural-weight"]})`);
   const headCount = judged.filter((q) => q.set === "head").length;
   const share = headCount / (headCount + pluralWeight * plurals.length);
   const balanced = balanceSets(judged.map(judgedPool), { head: num(values["head-weight"], 1) }).map((p) =>
