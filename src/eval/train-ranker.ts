@@ -51,8 +51,8 @@ export const DEFAULT_RANKER_PARAMS: RankerParams = Object.freeze({
 });
 
 /**
- * Trains both parts on `all` (those of weight 0 left out); `onTree` sees the ranker after each tree (validation curves; with a
- * bag, each member's in turn). With `bag` > 1, that many tree ensembles are trained from the same linear
+ * Trains both parts on `all` (those of weight 0 left out); `onTree` sees the ranker after each tree
+ * (validation curves; with a bag, each member's in turn). With `bag` > 1, that many tree ensembles are trained from the same linear
  * scores, with seeds `seed`, `seed` + 1, …, and averaged (bagging: the row samples differ, so their
  * errors partly cancel). Deterministic: the linear part does not sample, and the trees sample from
  * a seeded PRNG.
@@ -84,7 +84,8 @@ export function trainRanker(
 /**
  * Held-out first-stage scores for every query at each tree count in `checkpoints` (0 = the linear part
  * alone): for each fold, a model trained on the other folds scores the fold's queries (with `bag` > 1,
- * the mean of its members' scores at that count), those of weight 0 too. Deterministic: folds in sorted order.
+ * the mean of its members' scores at that count), those of weight 0 too. Deterministic: folds in
+ * sorted order.
  */
 export function crossValidate(
   pools: readonly JudgedPool[],
