@@ -267,20 +267,35 @@ function answerBands(judged: readonly Judged[], run: Run, pools: ReadonlyMap<str
  */
 const FRAMINGS = ["best {q}", "most popular {q}", "open source {q}", "I'm looking for a {q}", "what is the best {q}?", "github repository for {q}"] as const;
 
+/** Head hit@3 of `qs` as `run` ranked them (rounded, as results/eval.json keeps it). */
+function headHit3(run: Run, qs: readonly Judged[]): number {
+  return round3(meanHead(qs.map((q) => headMetrics(run.rankings.get(q.id) ?? [], q.relevant))).hit3);
+}
+
+/** The top 3 of each query through the full path, `text` giving the words searched for it. */
+async function fullPathTop3(engine: SearchEngine, qs: readonly Judged[], text: (q: Judged) => string): Promise<Run> {
+  const rankings = new Map<string, readonly string[]>();
+  for (const q of qs) {
+    const res = await engine.search({ query: text(q), limit: 3, filters: q.filters });
+    rankings.set(
+      q.id,
+      res.results.map((r) => r.name.toLowerCase()),
+    );
+  }
+  return { name: "top 3", rankings };
+}
+
+/** The queries as written of which `variants` are rephrasings. */
+function writtenOf(judged: readonly Judged[], variants: readonly Judged[]): Judged[] {
+  const ids = new Set(variants.map((q) => q.variantOf));
+  return judged.filter((q) => ids.has(q.id));
+}
+
 /** Head hit@3 through the full path: as written (`{q}`, read from `run`, the full path already taken) and in each of FRAMINGS. */
 async function framedHeadHits(engine: SearchEngine, judged: readonly Judged[], run: Run): Promise<Record<string, number>> {
   const head = judged.filter((q) => q.set === "head");
-  const hit3 = (qs: readonly { ranked: readonly string[]; relevant: ReadonlySet<string> }[]) =>
-    round3(meanHead(qs.map((q) => headMetrics(q.ranked, q.relevant))).hit3);
-  const out: Record<string, number> = { "{q}": hit3(head.map((q) => ({ ranked: run.rankings.get(q.id) ?? [], relevant: q.relevant }))) };
-  for (const framing of FRAMINGS) {
-    const framed = [];
-    for (const q of head) {
-      const res = await engine.search({ query: framing.replace("{q}", q.query), limit: 3, filters: q.filters });
-      framed.push({ ranked: res.results.map((r) => r.name.toLowerCase()), relevant: q.relevant });
-    }
-    out[framing] = hit3(framed);
-  }
+  const out: Record<string, number> = { "{q}": headHit3(run, head) };
+  for (const framing of FRAMINGS) out[framing] = headHit3(await fullPathTop3(engine, head, (q) => framing.replace("{q}", q.query)), head);
   return out;
 }
 
@@ -289,16 +304,8 @@ async function framedHeadHits(engine: SearchEngine, judged: readonly Judged[], r
  * from `run`) and with the head noun in the plural ("password managers").
  */
 async function pluralHeadHits(engine: SearchEngine, judged: readonly Judged[], plurals: readonly Judged[], run: Run): Promise<Record<string, number>> {
-  const hit3 = (qs: readonly { ranked: readonly string[]; relevant: ReadonlySet<string> }[]) =>
-    round3(meanHead(qs.map((q) => headMetrics(q.ranked, q.relevant))).hit3);
-  const withVariant = new Set(plurals.map((q) => q.variantOf));
-  const asWritten = judged.filter((q) => withVariant.has(q.id)).map((q) => ({ ranked: run.rankings.get(q.id) ?? [], relevant: q.relevant }));
-  const plural = [];
-  for (const q of plurals) {
-    const res = await engine.search({ query: q.query, limit: 3, filters: q.filters });
-    plural.push({ ranked: res.results.map((r) => r.name.toLowerCase()), relevant: q.relevant });
-  }
-  return { queries: plurals.length, asWritten: hit3(asWritten), plural: hit3(plural) };
+  const plural = await fullPathTop3(engine, plurals, (q) => q.query);
+  return { queries: plurals.length, asWritten: headHit3(run, writtenOf(judged, plurals)), plural: headHit3(plural, plurals) };
 }
 
 /** `--misses`: batches 1 and 2 only (batch 3 was written blind and is kept unread). */
@@ -694,9 +701,7 @@ async function tune(
   if (!(pluralWeight >= 0)) throw new RangeError(`--plural-weight must be a number ≥ 0 (got ${values["plural-weight"]})`);
   const headCount = judged.filter((q) => q.set === "head").length;
   const share = headCount / (headCount + pluralWeight * plurals.length);
-  const balanced = balanceSets(judged.map(judgedPool), { head: num(values["head-weight"], 1) }).map((p) =>
-    p.set === "head" ? { ...p, weight: p.weight! * share } : p,
-  );
+  const balanced = balanceSets(judged.map(judgedPool), { head: num(values["head-weight"], 1) * share });
   const headWeight = balanced.find((p) => p.set === "head")?.weight ?? 1;
   const training: JudgedPool[] = [...balanced, ...plurals.map((q) => ({ ...judgedPool(q), weight: headWeight * pluralWeight }))];
   console.log(
@@ -738,9 +743,12 @@ async function tune(
   };
   const heldScores = cv.get(best.trees)!;
   let shippedHeldOut = best;
-  let heldRankings = new Map([...heldScores].map(([id, sc]) => [id, keysByScore(byId.get(id)!, sc)]));
+  // Held-out rankings of the shipped stages, variants included.
+  const heldRankings =
+    ctxParams.trees > 0
+      ? crossValidateContext(training, heldScores, params.trees, ctxParams)
+      : new Map([...heldScores].map(([id, sc]) => [id, keysByScore(byId.get(id)!, sc)]));
   if (ctxParams.trees > 0) {
-    heldRankings = crossValidateContext(training, heldScores, params.trees, ctxParams);
     const s = summarize({ name: "two stages", rankings: heldRankings }, judged);
     shippedHeldOut = { trees: best.trees, dev: s.dev, head: s.head, headByBatch: s.headByBatch, perList: s.perList };
     console.log(
@@ -748,13 +756,12 @@ async function tune(
     );
   }
   // The head queries that have a plural variant, as written and in the plural, held out.
-  const withVariant = new Set(plurals.map((q) => q.variantOf));
-  const heldHit3 = (qs: readonly Judged[]) => round3(summarize({ name: "", rankings: heldRankings }, qs).head.hit3);
+  const heldRun: Run = { name: "held out", rankings: heldRankings };
   const headPlural = {
     queries: plurals.length,
     weight: pluralWeight,
-    asWritten: heldHit3(judged.filter((q) => withVariant.has(q.id))),
-    plural: heldHit3(plurals),
+    asWritten: headHit3(heldRun, writtenOf(judged, plurals)),
+    plural: headHit3(heldRun, plurals),
   };
   console.log(
     `held out, the ${headPlural.queries} head queries with a plural variant (${pluralWeight > 0 ? `trained on at ${pluralWeight}× a head query` : "not trained on"}): hit@3 ${headPlural.asWritten.toFixed(3)} as written, ${headPlural.plural.toFixed(3)} in the plural`,

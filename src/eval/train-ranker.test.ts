@@ -14,6 +14,22 @@ const pool = (id: string, set: string): JudgedPool => ({
   labels: Float32Array.of(1),
 });
 
+/**
+ * Query `q` of a synthetic set for the learners: `n` candidates, two features, relevance following
+ * feature 0 with noise (so the trees have something to learn), in fold q mod `folds`.
+ */
+const synthetic = (q: number, n: number, folds: number): JudgedPool => {
+  const features = new Float32Array(n * FEATURE_COUNT);
+  const labels = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const a = ((q * 31 + i * 17) % 97) / 97;
+    features[i * FEATURE_COUNT] = a;
+    features[i * FEATURE_COUNT + 1] = ((q * 7 + i * 13) % 89) / 89;
+    labels[i] = a > 0.8 ? 1 : 0;
+  }
+  return { id: `q${q}`, set: "dev", fold: `fold${q % folds}`, keys: [], relevant: new Set<string>(), features, labels };
+};
+
 describe("balanceSets", () => {
   const pools = [pool("d1", "dev"), pool("d2", "dev"), pool("d3", "dev"), pool("h1", "head")];
   const total = (ps: readonly JudgedPool[], set: string) => ps.filter((p) => p.set === set).reduce((s, p) => s + p.weight!, 0);
@@ -33,19 +49,7 @@ describe("balanceSets", () => {
 });
 
 describe("trainRanker and crossValidate with a bag of tree ensembles (--bag)", () => {
-  // Two features; relevance follows feature 0 with noise, so the trees have something to learn.
-  const pools: JudgedPool[] = Array.from({ length: 40 }, (_, q) => {
-    const n = 20;
-    const features = new Float32Array(n * FEATURE_COUNT);
-    const labels = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      const a = ((q * 31 + i * 17) % 97) / 97;
-      features[i * FEATURE_COUNT] = a;
-      features[i * FEATURE_COUNT + 1] = ((q * 7 + i * 13) % 89) / 89;
-      labels[i] = a > 0.8 ? 1 : 0;
-    }
-    return { id: `q${q}`, set: "dev", fold: `fold${q % 4}`, keys: [], relevant: new Set<string>(), features, labels };
-  });
+  const pools: JudgedPool[] = Array.from({ length: 40 }, (_, q) => synthetic(q, 20, 4));
   const params = { linear: { epochs: 5 }, trees: { trees: 8, maxDepth: 2, minLeafRows: 10, subsample: 0.6, seed: 3 } };
 
   it("a bag of one is the plain ranker; a bag of N holds N ensembles, seeds seed … seed + N − 1, averaged", () => {
@@ -75,32 +79,11 @@ describe("trainRanker and crossValidate with a bag of tree ensembles (--bag)", (
 });
 
 describe("a pool of weight 0 is measured, not trained on", () => {
-  const make = (q: number, weight?: number): JudgedPool => {
-    const n = 12;
-    const features = new Float32Array(n * FEATURE_COUNT);
-    const labels = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      const a = ((q * 29 + i * 11) % 83) / 83;
-      features[i * FEATURE_COUNT] = a;
-      features[i * FEATURE_COUNT + 2] = ((q * 5 + i * 19) % 71) / 71;
-      labels[i] = a > 0.75 ? 1 : 0;
-    }
-    return {
-      id: `q${q}`,
-      set: "head",
-      fold: `fold${q % 3}`,
-      keys: [],
-      relevant: new Set<string>(),
-      features,
-      labels,
-      ...(weight === undefined ? {} : { weight }),
-    };
-  };
-  const pools = Array.from({ length: 30 }, (_, q) => make(q));
+  const pools = Array.from({ length: 30 }, (_, q) => synthetic(q, 12, 3));
   // Labels that would pull the ranker the other way, were they trained on.
   const flipped = (q: number): JudgedPool => {
-    const p = make(q, 0);
-    return { ...p, id: `x${q}`, labels: Float32Array.from(p.labels, (l) => 1 - l) };
+    const p = synthetic(q, 12, 3);
+    return { ...p, id: `x${q}`, weight: 0, labels: Float32Array.from(p.labels, (l) => 1 - l) };
   };
   const extra = [flipped(100), flipped(101), flipped(102)];
   const params = { linear: { epochs: 5 }, trees: { trees: 6, maxDepth: 2, minLeafRows: 5, subsample: 0.7, seed: 2 } };
