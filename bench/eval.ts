@@ -60,9 +60,7 @@ import {
 import { prepareCorpus } from "../src/corpus/prepare.js";
 import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "../src/core/engine.js";
 import { headBandsText, headFramingsText, headPluralText } from "./benchmarks-doc.js";
-import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
-import { searchText } from "../src/core/framing.js";
-import { understandQuery, type QueryUnderstanding } from "../src/core/query.js";
+import type { QueryUnderstanding } from "../src/core/query.js";
 import { FEATURE_COUNT, FEATURES } from "../src/core/rank/features.js";
 import { DEFAULT_LAMBDAMART_PARAMS } from "../src/core/rank/lambdamart.js";
 import { DEFAULT_LINEAR_PARAMS } from "../src/core/rank/linear.js";
@@ -372,13 +370,11 @@ async function main(): Promise<void> {
   const pools = new Map<string, CandidatePool>();
   const poolsNoU = new Map<string, CandidatePool>();
   const noUnderstanding: QueryUnderstanding = { language: null, categories: [], notes: [] };
-  const now = new Date();
   for (const q of values.tune ? [...judged, ...plurals] : judged) {
-    const filter = toStoreFilter(applyFilterDefaults(q.filters), now);
-    // The text the engine ranks: the query without the words that frame the request (src/core/framing.ts).
-    const text = searchText(q.query);
-    pools.set(q.id, await poolEngine.pool(text, filter, understandQuery(text)));
-    if (!q.variantOf) poolsNoU.set(q.id, await poolEngine.pool(text, filter, noUnderstanding));
+    // What a search of the query ranks: its text without framing words, under its filters.
+    const prepared = poolEngine.prepare({ query: q.query, filters: q.filters });
+    pools.set(q.id, await poolEngine.pool(prepared));
+    if (!q.variantOf) poolsNoU.set(q.id, await poolEngine.pool({ ...prepared, understanding: noUnderstanding }));
   }
   await poolEngine.close();
 

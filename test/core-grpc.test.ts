@@ -31,8 +31,6 @@ import { CATEGORIES, type Category, type RepoPayload } from "../src/dataset/reco
 import { startCore, type CoreHandle } from "../src/server/serve.js";
 import { embeddedStoreFromConfig, type EmbeddedStore } from "../src/store/embedded/store.js";
 import type { DenseQuery } from "../src/store/types.js";
-import { applyFilterDefaults, toStoreFilter } from "../src/core/filters.js";
-import { understandQuery } from "../src/core/query.js";
 import { datasetLines, lastReport, runCli, startCli, tempDir, testEnv, writeJsonl } from "./helpers.js";
 import { buildIndex } from "./stack.js";
 
@@ -703,7 +701,7 @@ describe("popular dense candidates (DENSE_POPULAR_CANDIDATES)", () => {
     await engine.sync();
     try {
       const query = "library for building web applications";
-      const pool = await engine.pool(query, toStoreFilter(applyFilterDefaults({ excludeArchived: true }), new Date()), understandQuery(query));
+      const pool = await engine.pool(engine.prepare({ query, filters: { excludeArchived: true } }));
       assert.equal(asked.length, 2);
       const [near, famous] = asked as [DenseQuery, DenseQuery];
       assert.equal(near.limit, 5);

@@ -78,6 +78,29 @@ describe("search engine over a lexical-only store", () => {
     assert.deepEqual(res.meta.methods.lexical, { hits: 2, weight: 0 });
   });
 
+  it("prepare reads a request as search ranks it, and its pool ranks as search does", async () => {
+    const ranker = byFeature("name_match");
+    const e = engine(ranker);
+    const request = { query: "what is the best json processor stars:<1000", filters: { categories: [] } };
+    const prepared = e.prepare(request);
+    assert.equal(prepared.text, "json processor", "framing words and qualifiers leave the text");
+    assert.equal(prepared.applied.maxStars, 999);
+    assert.deepEqual(
+      prepared.qualifiers.map((q) => q.qualifier),
+      ["stars:<1000"],
+    );
+    assert.equal(prepared.understanding.notes[0], "qualifiers stars:<1000");
+    const pooled = rankPool(await e.pool(prepared), ranker).map((c) => c.payload.key);
+    const res = await e.search(request);
+    assert.deepEqual(
+      res.results.map((r) => r.name),
+      pooled,
+    );
+    assert.ok(pooled.length > 0 && !pooled.includes("jqlang/jq"), "the qualifier's filter applies to the pool");
+    assert.equal(res.meta.queryText, "json processor");
+    assert.throws(() => e.prepare({ query: "x", limit: 0 }), /limit/);
+  });
+
   it("ties in the model's score break by key", () => {
     const payload = (key: string) => ({ key }) as unknown as CandidatePool["candidates"][number]["payload"];
     const cand = (key: string) => ({ payload: payload(key), lexical: null, lexicalRank: null, denseRank: null, dense: null, score: 0 });

@@ -134,6 +134,19 @@ export interface CandidatePool {
   readonly featureSeconds: number;
 }
 
+/** A search request as the pool and the ranker read it (SearchEngine.prepare). */
+export interface PreparedSearch {
+  /** The request, validated. */
+  readonly request: SearchRequest;
+  /** The ranked text: the query without its qualifiers and the words that frame it (./framing.ts). */
+  readonly text: string;
+  readonly applied: AppliedFilters;
+  readonly filter: Filter | undefined;
+  /** The qualifiers that became filters (an explicit filter overrides its qualifier). */
+  readonly qualifiers: readonly AppliedQualifier[];
+  readonly understanding: QueryUnderstanding;
+}
+
 export class SearchEngine implements SearchCore {
   private readonly store: VectorStore;
   private readonly log: Logger;
@@ -228,21 +241,39 @@ export class SearchEngine implements SearchCore {
     return embedderId !== null && this.embedder !== null && this.embedderId === embedderId ? ["lexical", "dense"] : ["lexical"];
   }
 
+  /**
+   * Reads a request into what the pool and the ranker need. search() and the eval both start here, so
+   * the eval's pools are the ones a search ranks: the same text under the same filter and understanding.
+   */
+  prepare(raw: SearchRequest): PreparedSearch {
+    const request = validateSearchRequest(raw);
+    // Qualifiers (`language:go stars:>1000`) become filters; explicit filters win (./qualifiers.ts).
+    const parsed = parseQualifiers(request.query);
+    const merged = mergeQualifierFilters(request.filters, parsed);
+    const applied = applyFilterDefaults(merged.filters);
+    const text = searchText(parsed.text);
+    const understood = this.opts.understanding === false ? NO_UNDERSTANDING : understandQuery(text);
+    return {
+      request,
+      text,
+      applied,
+      filter: toStoreFilter(applied, this.opts.now?.() ?? new Date()),
+      qualifiers: merged.applied,
+      understanding: merged.applied.length ? withQualifierNote(understood, merged.applied) : understood,
+    };
+  }
+
   async search(raw: SearchRequest, options: SearchOptions = {}): Promise<SearchResponse> {
     const t0 = performance.now();
     const signal = options.signal;
-    const req = validateSearchRequest(raw);
-    // Qualifiers (`language:go stars:>1000`) become filters; explicit filters win (./qualifiers.ts).
-    const parsed = parseQualifiers(req.query);
-    const merged = mergeQualifierFilters(req.filters, parsed);
-    const applied = applyFilterDefaults(merged.filters);
-    const filter = toStoreFilter(applied, this.opts.now?.() ?? new Date());
+    const prepared = this.prepare(raw);
+    const { request: req, text, applied, filter, qualifiers, understanding } = prepared;
     const limit = req.limit ?? DEFAULT_LIMIT;
-    const text = searchText(parsed.text);
-    // meta.queryText: the ranked text, whenever it is not the query as sent (qualifiers or a framing removed).
+    // meta.queryText: the ranked text, whenever it is not the query as sent (qualifiers or a framing
+    // removed; a qualifier, applied or overridden, is never part of the text).
     const parsedMeta = {
-      ...(merged.applied.length ? { qualifiers: merged.applied } : {}),
-      ...(merged.applied.length || text !== req.query.trim() ? { queryText: text } : {}),
+      ...(qualifiers.length ? { qualifiers } : {}),
+      ...(text !== req.query.trim() ? { queryText: text } : {}),
     };
     const meta = (methods: Record<string, MethodStats>, total: number) => ({
       total,
@@ -255,14 +286,12 @@ export class SearchEngine implements SearchCore {
     if (req.query.trim() === "") return { query: req.query, results: [], meta: meta({}, 0) };
     // Nothing but qualifiers ("language:go stars:>1000"): the most-starred repositories under them.
     if (text === "") {
-      const { results, total } = await this.mostStarred(filter, limit, req.includeTree === true, applied, merged.applied);
+      const { results, total } = await this.mostStarred(filter, limit, req.includeTree === true, applied, qualifiers);
       return { query: req.query, results, meta: meta({ popular: { hits: results.length, weight: 1 } }, total) };
     }
 
-    const understood = this.opts.understanding === false ? NO_UNDERSTANDING : understandQuery(text);
-    const understanding = merged.applied.length ? withQualifierNote(understood, merged.applied) : understood;
     const stage = bothStageHooks(this.opts.onStage, options.onStage);
-    const pool = await this.pool(text, filter, understanding, stage, signal);
+    const pool = await this.pool(prepared, stage, signal);
     const tr = performance.now();
     const cands = promoteNamed(rankPool(pool, this.ranker), text);
     stage?.("rank", pool.featureSeconds + (performance.now() - tr) / 1000);
@@ -373,9 +402,7 @@ export class SearchEngine implements SearchCore {
    * candidate. The training harness calls this with the filters a judged query is searched with.
    */
   async pool(
-    text: string,
-    filter: Filter | undefined,
-    understanding: QueryUnderstanding,
+    { text, filter, understanding }: Pick<PreparedSearch, "text" | "filter" | "understanding">,
     stage?: EngineOptions["onStage"],
     signal?: AbortSignal,
   ): Promise<CandidatePool> {
