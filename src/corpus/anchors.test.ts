@@ -101,6 +101,29 @@ test("the longest name wins: Next.js is a mention of next.js, not of next", () =
   assert.equal(evidence.get("someone/next"), undefined);
 });
 
+test("a name right after a proper noun the project never says names another product: Jetpack Compose is not docker/compose", () => {
+  const records = [
+    rec("docker/compose", "Define and run multi-container applications with Docker", { stars: 35_000 }),
+    rec("livewire/livewire", "A full-stack framework for Laravel", { stars: 23_000 }),
+    rec("hashicorp/nomad", "A workload orchestrator", { stars: 15_000 }),
+    ...mentions(6, (i) => `Sample app ${i} with Jetpack Compose and Kotlin`),
+    ...mentions(3, (i) => `Local stack ${i} for Docker Compose with volumes`, {}, "dev"),
+    ...mentions(3, (i) => `Admin panel ${i} built on Laravel Livewire with tables`, {}, "web"),
+    ...mentions(3, (i) => `Job templates ${i} for HashiCorp Nomad with volumes`, {}, "ops"),
+    // What makes a word a proper noun: the corpus capitalises it mid-sentence.
+    ...mentions(5, (i) => `An Android library ${i} in the Jetpack style, for Docker and Laravel`, {}, "lib"),
+  ];
+  const { evidence } = projectEvidence(records);
+  const compose = evidence.get("docker/compose")!;
+  assert.equal(compose.mentions, 3, "Docker Compose: the project says Docker");
+  assert.ok(!compose.anchor!.split(" ").includes("kotlin"), compose.anchor!);
+  assert.equal(evidence.get("livewire/livewire")?.mentions, 3, "Laravel Livewire: the project says Laravel");
+  assert.equal(evidence.get("hashicorp/nomad")?.mentions, 3, "HashiCorp Nomad: its owner");
+  // Without the proper noun before it, the same words are a mention.
+  const plain = projectEvidence([records[0]!, ...mentions(4, (i) => `Sample app ${i} with a Compose file and Kotlin`)]).evidence;
+  assert.equal(plain.get("docker/compose")?.mentions, 4);
+});
+
 test("a name held by several comparable repositories belongs to none, and languages are never project names", () => {
   const records = [
     rec("a/widget", "Widgets", { stars: 10_000 }),

@@ -21,7 +21,12 @@
  *    capitalised 15% of the time, "git" 36%, "fzf" 5%, "ffmpeg" 49%.
  * 3. Mentions. A repository mentions a project when its description holds the form (one to three
  *    words, joined by nothing, a space, "." or "-"; the longest form wins, so "Next.js" is `nextjs`,
- *    never `next`) or one of its topics is the form.
+ *    never `next`) or one of its topics is the form. Not when a proper noun stands right before it
+ *    that the project's own words never say: "Jetpack Compose" is Android's UI toolkit, not
+ *    docker/compose ("Define and run multi-container applications with Docker"), "Docker Swarm" is
+ *    not openai/swarm; "Docker Compose", "HashiCorp Nomad" and "Laravel Livewire" stay mentions of
+ *    docker/compose, hashicorp/nomad and livewire/livewire ("A full-stack framework for Laravel …").
+ *    A proper noun is a word the corpus capitalises mid-sentence in at least half of its (≥ 5) uses.
  * 4. Fame in proportion. A name the corpus uses far more often than its holder's fame would explain
  *    names something else: a platform, a format, a word ("macOS" → dockur/macos, 21k stars and 2,201
  *    mentions; "JSON" → nlohmann/json, 50k and 1,882; "HTTP" → httprb/http, 3k and 2,076). A project
@@ -41,7 +46,7 @@ import { analyze, STOP_WORDS } from "../text/analyzer.js";
 import { isEnglishWord } from "../text/english.js";
 
 /** Bumped whenever the recipe changes: the evidence is part of every point's content hash. */
-export const ANCHORS_VERSION = 3;
+export const ANCHORS_VERSION = 4;
 
 export const ANCHOR_TERMS = 24;
 const MIN_TARGET_STARS = 500;
@@ -53,6 +58,8 @@ const MIN_ENGLISH_RATIO = 0.5;
 const MAX_NGRAM = 3;
 const MIN_MENTIONS = 2;
 const STARS_PER_MENTION = 30;
+/** Mid-sentence uses a word needs before its capitalisation says it is a proper noun (step 3). */
+const MIN_PROPER_USES = 5;
 
 /** Languages named in repository text refer to the language, not to a repository named after it. */
 const LANGUAGE_FORMS: ReadonlySet<string> = new Set(
@@ -167,9 +174,19 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
   const capital = new Map<string, number>();
   const english = new Map<string, number>();
   const inner = new Map<string, number>();
+  // Every word's mid-sentence uses and how many of them are capitalised (step 3's proper nouns).
+  const wordUses = new Map<string, { uses: number; capitalised: number }>();
   const parsed = records.map((r) => {
     const text = r.description ?? "";
     const ws = words(text);
+    for (let k = 1; k < ws.length; k++) {
+      const w = ws[k]!.text;
+      const lower = w.toLowerCase();
+      let u = wordUses.get(lower);
+      if (!u) wordUses.set(lower, (u = { uses: 0, capitalised: 0 }));
+      u.uses++;
+      if (/^\p{Lu}/u.test(w)) u.capitalised++;
+    }
     eachLongestName(
       text,
       ws,
@@ -193,6 +210,33 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
     const seen = inner.get(form) ?? 0;
     // Forms the descriptions never use mid-sentence are judged by their topics alone.
     return seen === 0 || (capital.get(form) ?? 0) / seen >= MIN_PROPER_RATIO || (english.get(form) ?? 0) / seen < MIN_ENGLISH_RATIO;
+  };
+
+  // Step 3: a mention right after a proper noun the project's own words never say names another
+  // product ("Jetpack Compose", "Docker Swarm").
+  const isProperNoun = (w: string): boolean => {
+    const u = wordUses.get(w.toLowerCase());
+    return /^\p{Lu}/u.test(w) && u !== undefined && u.uses >= MIN_PROPER_USES && u.capitalised / u.uses >= MIN_PROPER_RATIO;
+  };
+  // The words a project says of itself: its owners' names (under any of its names), description, topics.
+  const ownWordsOf = new Map<string, { readonly words: ReadonlySet<string>; readonly owners: readonly string[] }>();
+  const ownWords = (t: RepoRecord) => {
+    let own = ownWordsOf.get(t.key);
+    if (!own) {
+      const owners = [t.key, ...t.aliases].map((k) => nameForm(k.slice(0, k.indexOf("/"))));
+      const said = [t.description ?? "", ...t.topics].flatMap((x) => x.toLowerCase().match(WORD_RE) ?? []);
+      ownWordsOf.set(t.key, (own = { words: new Set(said), owners }));
+    }
+    return own;
+  };
+  const namesAnother = (text: string, ws: readonly Word[], i: number, form: string): boolean => {
+    if (i === 0) return false;
+    const before = ws[i - 1]!;
+    if (text.slice(before.end, ws[i]!.start) !== " " || !isProperNoun(before.text)) return false;
+    const word = before.text.toLowerCase();
+    const own = ownWords(names.get(form)!);
+    // An owner named after the word ("HashiCorp Nomad", "Vue Router" of vuejs/router) is the project's own.
+    return !own.words.has(word) && !own.owners.some((o) => o.includes(word));
   };
 
   // Steps 3 and 4.
@@ -227,7 +271,9 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
       if (!forms) targets.set(t.key, (forms = new Set()));
       forms.add(form);
     };
-    eachLongestName(text, ws, isName, (form) => mention(form));
+    eachLongestName(text, ws, isName, (form, i) => {
+      if (!namesAnother(text, ws, i, form)) mention(form);
+    });
     for (const topic of r.topics) mention(nameForm(topic));
     for (const [key, forms] of targets) {
       let agg = perTarget.get(key);
