@@ -60,7 +60,7 @@ import {
 import { prepareCorpus } from "../src/corpus/prepare.js";
 import { rankPool, SearchEngine, shippedRanker, type CandidatePool } from "../src/core/engine.js";
 import { headBandsText, headFramingsText, headPluralText } from "./benchmarks-doc.js";
-import type { QueryUnderstanding } from "../src/core/query.js";
+import { NO_UNDERSTANDING } from "../src/core/query.js";
 import { FEATURE_COUNT, FEATURES } from "../src/core/rank/features.js";
 import { DEFAULT_LAMBDAMART_PARAMS } from "../src/core/rank/lambdamart.js";
 import { DEFAULT_LINEAR_PARAMS } from "../src/core/rank/linear.js";
@@ -369,12 +369,11 @@ async function main(): Promise<void> {
   await poolEngine.sync();
   const pools = new Map<string, CandidatePool>();
   const poolsNoU = new Map<string, CandidatePool>();
-  const noUnderstanding: QueryUnderstanding = { language: null, categories: [], notes: [] };
   for (const q of values.tune ? [...judged, ...plurals] : judged) {
     // What a search of the query ranks: its text without framing words, under its filters.
     const prepared = poolEngine.prepare({ query: q.query, filters: q.filters });
     pools.set(q.id, await poolEngine.pool(prepared));
-    if (!q.variantOf) poolsNoU.set(q.id, await poolEngine.pool({ ...prepared, understanding: noUnderstanding }));
+    if (!q.variantOf) poolsNoU.set(q.id, await poolEngine.pool({ ...prepared, understanding: NO_UNDERSTANDING }));
   }
   await poolEngine.close();
 

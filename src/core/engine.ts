@@ -20,7 +20,7 @@ import type { Filter } from "../store/filter.js";
 import { withCondition, type PointId, type VectorStore } from "../store/types.js";
 import { buildEvidence, compactTree, llmsUrlOf, MAX_EVIDENCE, sanitizeSnippet } from "./evidence.js";
 import { applyFilterDefaults, toStoreFilter } from "./filters.js";
-import { understandQuery, type QueryUnderstanding } from "./query.js";
+import { NO_UNDERSTANDING, understandQuery, type QueryUnderstanding } from "./query.js";
 import { searchText } from "./framing.js";
 import { mergeQualifierFilters, parseQualifiers } from "./qualifiers.js";
 import { repositoryCard } from "./repository.js";
@@ -563,8 +563,6 @@ async function timed<T>(fn: () => Promise<T>, name: Stage, stage: EngineOptions[
     stage?.(name, (performance.now() - t) / 1000);
   }
 }
-
-const NO_UNDERSTANDING: QueryUnderstanding = Object.freeze({ language: null, categories: [], notes: [] });
 
 /** The understanding with the query's qualifiers named first among its notes (evidence's "Query understood as"). */
 function withQualifierNote(u: QueryUnderstanding, qualifiers: readonly AppliedQualifier[]): QueryUnderstanding {

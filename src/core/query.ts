@@ -14,6 +14,9 @@ export interface QueryUnderstanding {
   readonly notes: readonly string[];
 }
 
+/** A query read as naming no language and no kind of repository (understanding off, or not asked for). */
+export const NO_UNDERSTANDING: QueryUnderstanding = Object.freeze({ language: null, categories: [], notes: [] });
+
 // Surface form (lowercase) → languageLc. Ambiguous English words ("go", "rust") only count in
 // phrases that name a programming language; see LANGUAGE_CONTEXT.
 const LANGUAGE_ALIASES: ReadonlyArray<readonly [RegExp, string]> = [

@@ -52,10 +52,10 @@ export const DEFAULT_RANKER_PARAMS: RankerParams = Object.freeze({
 
 /**
  * Trains both parts on `all` (those of weight 0 left out); `onTree` sees the ranker after each tree
- * (validation curves; with a bag, each member's in turn). With `bag` > 1, that many tree ensembles are trained from the same linear
- * scores, with seeds `seed`, `seed` + 1, …, and averaged (bagging: the row samples differ, so their
- * errors partly cancel). Deterministic: the linear part does not sample, and the trees sample from
- * a seeded PRNG.
+ * (validation curves; with a bag, each member's in turn). With `bag` > 1, that many tree ensembles
+ * are trained from the same linear scores, with seeds `seed`, `seed` + 1, …, and averaged (bagging:
+ * the row samples differ, so their errors partly cancel). Deterministic: the linear part does not
+ * sample, and the trees sample from a seeded PRNG.
  */
 export function trainRanker(
   all: readonly RankGroup[],
