@@ -22,7 +22,9 @@
  * `--tune` trains the ranker: 10-fold cross-validation where a fold is one curated list plus a tenth of
  * the head set (leave-one-list-out for the dev figures), over a grid of tree counts; then the final model
  * on all queries, written to src/core/rank/ranker-model.json (`--no-write` to only measure: then
- * neither that file nor results/eval.json is written, since the figures are of a model not shipped). `--trees`,
+ * neither that file nor results/eval.json is written, since the figures are of a model not shipped;
+ * without `--tune`, `--no-write` leaves results/eval.json as it was, for a run such as `--misses` on
+ * another machine or index). `--trees`,
  * `--learning-rate`, `--max-depth`, `--min-leaf`, `--subsample`, `--feature-fraction` (the share of
  * features each tree may split on), `--truncation` (the ranks whose pairs LambdaMART weighs) and `--seed`
  * (the trees' row sampling) override the shipped training settings; `--context-k` and `--context-trees`
@@ -623,8 +625,9 @@ async function main(): Promise<void> {
     teacherSlice: sliceSize ? { size: sliceSize, rows: sliceRows } : null,
   };
   // results/eval.json holds the shipped model's figures (benchmarks.md is written from it).
-  if (values.tune && values["no-write"]) {
-    console.log(`${path.relative(process.cwd(), resultsFile)} left as it was: --tune --no-write measures a model that is not shipped`);
+  if (values["no-write"]) {
+    const why = values.tune ? "--tune --no-write measures a model that is not shipped" : "--no-write";
+    console.log(`${path.relative(process.cwd(), resultsFile)} left as it was: ${why}`);
     return;
   }
   await mkdir(path.join(projectRoot, "results"), { recursive: true });
