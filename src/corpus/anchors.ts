@@ -163,7 +163,12 @@ function projectNames(records: readonly RepoRecord[]): Map<string, RepoRecord> {
 
 /** Whether the record's owner is named after the form: tmux/tmux, nodejs/node, go-gorm/gorm. */
 function ownOrg(r: RepoRecord, form: string): boolean {
-  return nameForm(r.key.slice(0, r.key.indexOf("/"))).includes(form);
+  return ownerNamedAfter(r.key, form);
+}
+
+/** Whether the owner of `key` (owner/repo) is named after the form. */
+function ownerNamedAfter(key: string, form: string): boolean {
+  return nameForm(key.slice(0, key.indexOf("/"))).includes(form);
 }
 
 /** Evidence for every project the corpus mentions (see the module comment), by canonical key. */
@@ -218,15 +223,11 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
     const u = wordUses.get(w.toLowerCase());
     return /^\p{Lu}/u.test(w) && u !== undefined && u.uses >= MIN_PROPER_USES && u.capitalised / u.uses >= MIN_PROPER_RATIO;
   };
-  // The words a project says of itself: its owners' names (under any of its names), description, topics.
-  const ownWordsOf = new Map<string, { readonly words: ReadonlySet<string>; readonly owners: readonly string[] }>();
-  const ownWords = (t: RepoRecord) => {
+  // The words a project says of itself: its description and topics.
+  const ownWordsOf = new Map<string, ReadonlySet<string>>();
+  const ownWords = (t: RepoRecord): ReadonlySet<string> => {
     let own = ownWordsOf.get(t.key);
-    if (!own) {
-      const owners = [t.key, ...t.aliases].map((k) => nameForm(k.slice(0, k.indexOf("/"))));
-      const said = [t.description ?? "", ...t.topics].flatMap((x) => x.toLowerCase().match(WORD_RE) ?? []);
-      ownWordsOf.set(t.key, (own = { words: new Set(said), owners }));
-    }
+    if (!own) ownWordsOf.set(t.key, (own = new Set([t.description ?? "", ...t.topics].flatMap((x) => x.toLowerCase().match(WORD_RE) ?? []))));
     return own;
   };
   const namesAnother = (text: string, ws: readonly Word[], i: number, form: string): boolean => {
@@ -234,9 +235,10 @@ export function projectEvidence(records: readonly RepoRecord[]): { evidence: Map
     const before = ws[i - 1]!;
     if (text.slice(before.end, ws[i]!.start) !== " " || !isProperNoun(before.text)) return false;
     const word = before.text.toLowerCase();
-    const own = ownWords(names.get(form)!);
-    // An owner named after the word ("HashiCorp Nomad", "Vue Router" of vuejs/router) is the project's own.
-    return !own.words.has(word) && !own.owners.some((o) => o.includes(word));
+    const t = names.get(form)!;
+    // An owner named after the word, under any of the project's names ("HashiCorp Nomad", "Vue Router"
+    // of vuejs/router), is the project's own.
+    return !ownWords(t).has(word) && ![t.key, ...t.aliases].some((k) => ownerNamedAfter(k, word));
   };
 
   // Steps 3 and 4.
