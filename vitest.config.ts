@@ -13,6 +13,9 @@ export default defineConfig({
     // Two files at a time on this project's 2-core machines (the old runner's --test-concurrency=2).
     maxWorkers: 2,
     reporters: ["default"],
+    // The core's start-up warm-up (src/core/warmup.ts) off: suites start dozens of cores on small
+    // indexes, and only test/warmup.test.ts is about it.
+    env: { WARMUP_QUERIES: "0" },
     projects: [
       {
         extends: true,

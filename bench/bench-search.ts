@@ -1,6 +1,7 @@
 /**
  * `npm run bench:search`: end-to-end search latency at concurrency 1 over the published index:
- *   - the gRPC core (a real @grpc/grpc-js client over loopback), without and with rerank;
+ *   - the gRPC core (a real @grpc/grpc-js client over loopback), without and with rerank, after its
+ *     start-up warm-up (src/core/warmup.ts; `WARMUP_QUERIES=0` measures a cold process);
  *   - the REST gateway in front of it (real HTTP), and the gateway overhead (REST p50 − core p50).
  * Queries are dev.jsonl's, with a mix of filters; the query cache is off so every search is real.
  *
@@ -8,7 +9,7 @@
  */
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { setLogLevel } from "../src/common/logger.js";
@@ -66,18 +67,29 @@ async function main(): Promise<void> {
   });
 
   const results: Record<string, unknown> = {};
-  for (const rerank of ["off", "local"] as const) {
-    const config = loadConfig({ ...env, RERANKER: rerank });
-    const core = await startCore(config, { version: "bench" });
-    const client = new CoreClient(core.grpc.address, { defaultDeadlineMs: 10_000 });
-    for (let i = 0; i < 30; i++) await client.search(requests[i % requests.length]!); // warm-up
+  const measure = async (client: CoreClient): Promise<ReturnType<typeof summary>> => {
+    for (let i = 0; i < 30; i++) await client.search(requests[i % requests.length]!); // the client's own warm-up
     const coreMs: number[] = [];
     for (const r of requests) {
       const t = performance.now();
       await client.search(r);
       coreMs.push(performance.now() - t);
     }
-    results[`grpc core, rerank ${rerank}`] = summary(coreMs);
+    return summary(coreMs);
+  };
+  for (const rerank of ["off", "local"] as const) {
+    const config = loadConfig({ ...env, RERANKER: rerank });
+    const started = performance.now();
+    const core = await startCore(config, { version: "bench" });
+    if (rerank === "off") {
+      results["core start-up"] = {
+        seconds: Math.round(performance.now() - started) / 1000,
+        warmupSearches: (await core.metrics.warmupSearches.get()).values[0]?.value ?? 0,
+        warmupSeconds: (await core.metrics.warmupSeconds.get()).values[0]?.value ?? 0,
+      };
+    }
+    const client = new CoreClient(core.grpc.address, { defaultDeadlineMs: 10_000 });
+    results[`grpc core, rerank ${rerank}`] = await measure(client);
 
     if (rerank === "off") {
       const gw = await startGateway(config, { version: "bench", coreAddress: core.grpc.address });
@@ -120,14 +132,32 @@ async function main(): Promise<void> {
   console.log(`\nsearch latency at concurrency 1, ${n} dev queries with a filter mix (ms)`);
   console.log("| path | p50 | p95 | p99 | mean |\n|---|---:|---:|---:|---:|");
   for (const [k, v] of Object.entries(results)) {
-    if (typeof v === "number") continue;
+    if (typeof v === "number" || k === "core start-up") continue;
     const s = v as ReturnType<typeof summary>;
     console.log(`| ${k} | ${s.p50} | ${s.p95} | ${s.p99} | ${s.mean} |`);
   }
   console.log(`gateway overhead (REST p50 − core p50): ${results["gateway overhead p50 ms (rest p50 − core p50)"]} ms`);
+  const startUp = results["core start-up"] as { seconds: number; warmupSearches: number; warmupSeconds: number };
+  console.log(`core start-up ${startUp.seconds} s, of which the warm-up ${startUp.warmupSearches} searches in ${startUp.warmupSeconds} s`);
   const out = path.resolve(values.out!);
   await mkdir(path.dirname(out), { recursive: true });
-  await writeFile(out, JSON.stringify({ benchmark: "bench-search", date: new Date().toISOString(), dataDir, queries: n, results }, null, 2) + "\n");
+  await writeFile(
+    out,
+    JSON.stringify(
+      {
+        benchmark: "bench-search",
+        date: new Date().toISOString(),
+        cpu: cpus()[0]?.model ?? "unknown",
+        cores: cpus().length,
+        node: process.version,
+        dataDir,
+        queries: n,
+        results,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
   console.log(`wrote ${path.relative(process.cwd(), out)}`);
 }
 

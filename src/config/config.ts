@@ -98,6 +98,8 @@ const envSchema = z.object({
   CORE_MAX_CONCURRENT_STREAMS: int(1, 10_000).default(100),
   CORE_MAX_MESSAGE_BYTES: int(1024, 64 * 1024 * 1024).default(4 * 1024 * 1024),
   INDEX_WATCH_INTERVAL_MS: int(100, 3_600_000).default(2_000),
+  WARMUP_QUERIES: int(0, 100_000).default(1_000),
+  WARMUP_MAX_MS: int(0, 600_000).default(10_000),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
   SHUTDOWN_DRAIN_DELAY_MS: int(0, 600_000).default(1_000),
   GRPC_MAX_CONNECTION_AGE_MS: int(0, 86_400_000).default(300_000),
@@ -326,6 +328,13 @@ export const ENV_DOCS: { readonly [K in EnvVariable]: EnvDoc } = {
       "largest request message either core port accepts (gRPC `max_receive_message_length`, Connect `readMaxBytes`); keep it above 32 × `MAX_BODY_BYTES`",
   },
   INDEX_WATCH_INTERVAL_MS: { section: "Serving", default: "`2000`", meaning: "how often the core looks for a newly published index version" },
+  WARMUP_QUERIES: {
+    section: "Serving",
+    default: "`1000`",
+    meaning:
+      "searches the core runs on itself after loading the index at start and before it opens its ports (the topics of the index's most-starred repositories; `src/core/warmup.ts`); `0` turns the warm-up off",
+  },
+  WARMUP_MAX_MS: { section: "Serving", default: "`10000`", meaning: "the warm-up starts no new search after this long" },
   SHUTDOWN_GRACE_MS: { section: "Serving", default: "`10000`", meaning: "how long shutdown lets in-flight requests finish" },
   SHUTDOWN_DRAIN_DELAY_MS: {
     section: "Serving",
@@ -536,6 +545,8 @@ export interface Config {
     readonly coreStreamMaxAgeMs: number;
     /** How often the core checks for a newly published index version. */
     readonly indexWatchIntervalMs: number;
+    /** The start-up warm-up (src/core/warmup.ts): at most this many searches, for at most this long; 0 searches: off. */
+    readonly warmup: { readonly queries: number; readonly maxMs: number };
     /** The core's callers, name → service token (CORE_AUTH_TOKENS); empty: no authentication (loopback HOST only). */
     readonly coreAuthTokens: ReadonlyMap<string, string>;
     /** The token the gateway sends to the core (CORE_TOKEN); null: none. */
@@ -782,6 +793,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       coreStreams: e.CORE_STREAMS,
       coreStreamMaxAgeMs: e.CORE_STREAM_MAX_AGE_MS,
       indexWatchIntervalMs: e.INDEX_WATCH_INTERVAL_MS,
+      warmup: { queries: e.WARMUP_QUERIES, maxMs: e.WARMUP_MAX_MS },
       coreAuthTokens,
       coreToken: e.CORE_TOKEN,
       coreDefaultDeadlineMs: e.CORE_DEFAULT_DEADLINE_MS,

@@ -41,6 +41,9 @@ export interface CoreMetrics extends GrpcCallMetrics, SchedulerMetrics {
   readonly indexVersion: Gauge;
   readonly indexPoints: Gauge;
   readonly indexAge: Gauge;
+  /** The start-up warm-up (src/core/warmup.ts): its searches and how long it took. */
+  readonly warmupSearches: Gauge;
+  readonly warmupSeconds: Gauge;
   /** SearchEngine's onStage hook. */
   observeStage(stage: Stage, seconds: number): void;
   /** SearchEngine's onRerankFallback hook. */
@@ -113,9 +116,21 @@ export function createCoreMetrics(registry?: Registry): CoreMetrics {
     help: "Calls refused UNAUTHENTICATED (no or an unknown service token), by port and reason.",
     labelNames: ["port", "reason"] as const,
   });
+  const warmupSearches = gauge(reg, {
+    name: "core_warmup_searches",
+    help: "Searches the core ran on itself at start, before it opened its ports (0: no warm-up).",
+    aggregator: "sum",
+  });
+  const warmupSeconds = gauge(reg, {
+    name: "core_warmup_seconds",
+    help: "How long the start-up warm-up took.",
+    aggregator: "max",
+  });
 
   return {
     registry: reg,
+    warmupSearches,
+    warmupSeconds,
     callerCalls,
     callerRunning,
     callerQueued,

@@ -29,6 +29,7 @@ import { startGrpcServer, type GrpcServerHandle } from "../core/grpc/server.js";
 import { createCoreMetrics, type CoreMetrics } from "../core/metrics.js";
 import { createReranker } from "../core/rerank/factory.js";
 import { createLocalReranker } from "../core/rerank/local.js";
+import { warmUp } from "../core/warmup.js";
 import { createGatewayApp } from "../gateway/app.js";
 import type { HttpEdge } from "../gateway/http-edge.js";
 import { createAppServer } from "../gateway/http-server.js";
@@ -77,6 +78,13 @@ export async function startCore(
   });
   metrics.trackIndex(() => engine.stats());
   await engine.sync();
+  // Warm before the ports open, so that no probe or balancer sends traffic to a cold process. A core
+  // that starts before the first index is published serves its first searches cold.
+  if (engine.ready() && config.server.warmup.queries > 0) {
+    const warmed = await warmUp(engine, store, { ...config.server.warmup, logger: log });
+    metrics.warmupSearches.set(warmed.queries);
+    metrics.warmupSeconds.set(warmed.ms / 1000);
+  }
   // New versions are picked up by the store's watcher (an atomic pointer swap per request); the
   // engine follows so that a new embedder is loaded before queries need it.
   // (QdrantStore reads its version per call; the embedded store swaps segments on this watcher.)
