@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { setLogLevel, setLogSink } from "../src/common/logger.js";
+import { logger, setLogLevel, setLogSink } from "../src/common/logger.js";
 import { loadConfig } from "../src/config/config.js";
 import { SearchEngine } from "../src/core/engine.js";
 import { CoreClient } from "../src/core/grpc/client.js";
@@ -113,7 +113,6 @@ describe("startCore's warm-up", () => {
     await closed.close();
     const lines: string[] = [];
     const prev = setLogSink((l) => lines.push(l));
-    const { logger } = await import("../src/common/logger.js");
     const result = await warmUp(engine, closed, { queries: 5, maxMs: 10_000, logger });
     setLogSink(prev);
     assert.equal(result.queries, 0);
