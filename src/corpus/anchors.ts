@@ -155,18 +155,13 @@ function projectNames(records: readonly RepoRecord[]): Map<string, RepoRecord> {
   }
   const names = new Map<string, RepoRecord>();
   for (const [f, b] of best) {
-    const dominance = ownOrg(b.top, f) ? OWN_ORG_DOMINANCE : DOMINANCE;
+    const dominance = ownerNamedAfter(b.top.key, f) ? OWN_ORG_DOMINANCE : DOMINANCE;
     if (b.topStars >= MIN_TARGET_STARS && b.topStars >= dominance * b.second) names.set(f, b.top);
   }
   return names;
 }
 
-/** Whether the record's owner is named after the form: tmux/tmux, nodejs/node, go-gorm/gorm. */
-function ownOrg(r: RepoRecord, form: string): boolean {
-  return ownerNamedAfter(r.key, form);
-}
-
-/** Whether the owner of `key` (owner/repo) is named after the form. */
+/** Whether the owner of `key` (owner/repo) is named after the form: tmux/tmux, nodejs/node, go-gorm/gorm. */
 function ownerNamedAfter(key: string, form: string): boolean {
   return nameForm(key.slice(0, key.indexOf("/"))).includes(form);
 }

@@ -80,7 +80,7 @@ export async function startCore(
   await engine.sync();
   // Warm before the ports open, so that no probe or balancer sends traffic to a cold process. A core
   // that starts before the first index is published serves its first searches cold.
-  if (engine.ready() && config.server.warmup.queries > 0) {
+  if (engine.ready()) {
     const warmed = await warmUp(engine, store, { ...config.server.warmup, logger: log });
     metrics.warmupSearches.set(warmed.queries);
     metrics.warmupSeconds.set(warmed.ms / 1000);
