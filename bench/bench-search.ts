@@ -2,12 +2,15 @@
  * `npm run bench:search`: end-to-end search latency at concurrency 1 over the published index:
  *   - the gRPC core (a real @grpc/grpc-js client over loopback), without and with rerank, after its
  *     start-up warm-up (src/core/warmup.ts; `WARMUP_QUERIES=0` measures a cold process);
- *   - the REST gateway in front of it (real HTTP), and the gateway overhead (REST p50 − core p50).
+ *   - the REST gateway in front of it (real HTTP), and the gateway overhead (REST p50 − core p50);
+ *   - the same searches right before and right after the core swaps in a newly published version: a copy
+ *     of the index (hard links) is published again under the next label, so the core loads it as a new
+ *     version (every payload unchanged: the best case of an update).
  * Queries are dev.jsonl's, with a mix of filters; the query cache is off so every search is real.
  *
- *   node dist/bench/bench-search.js [--data-dir ./data] [--queries 400] [--out results/bench-search.json]
+ *   node dist/bench/bench-search.js [--data-dir ./data] [--queries 400] [--swaps 4] [--out results/bench-search.json]
  */
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { copyFile, link, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { mkdtempSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
@@ -18,12 +21,14 @@ import type { SearchFilters, SearchRequest } from "../src/core/types.js";
 import { CoreClient } from "../src/core/grpc/client.js";
 import { loadEvalQueries } from "../src/eval/metrics.js";
 import { startCore, startGateway } from "../src/server/serve.js";
+import { IndexDir } from "../src/store/embedded/writer.js";
 
 const { values } = parseArgs({
   options: {
     "data-dir": { type: "string" },
     queries: { type: "string", default: "400" },
     out: { type: "string", default: path.join("results", "bench-search.json") },
+    swaps: { type: "string", default: "4" },
   },
 });
 
@@ -37,6 +42,38 @@ const FILTER_MIX: (SearchFilters | undefined)[] = [
   { categories: ["library", "tool"] },
   { minForks: 100, maxStars: 50_000 },
 ];
+
+/**
+ * A data dir whose index serves the same version as `dataDir`'s, and publish() puts that version out
+ * again under the next label: files hard-linked (copied across file systems), the manifest relabelled.
+ */
+async function republishable(dataDir: string, into: string): Promise<{ label: string; publish(): Promise<string> }> {
+  const from = new IndexDir(dataDir);
+  const label = await from.readCurrent();
+  if (label === null) throw new Error(`no published index in ${dataDir}`);
+  await symlink(path.join(dataDir, "models"), path.join(into, "models"));
+  const to = new IndexDir(into);
+  await to.ensure();
+  let served = label;
+  const place = async (as: string) => {
+    const dir = to.versionDir(as);
+    await mkdir(dir);
+    for (const name of await readdir(from.versionDir(label))) {
+      const src = path.join(from.versionDir(label), name);
+      if (name === "manifest.json") {
+        const manifest = JSON.parse(await readFile(src, "utf8")) as { version: string };
+        await writeFile(path.join(dir, name), JSON.stringify({ ...manifest, version: as }, null, 2) + "\n");
+      } else {
+        await link(src, path.join(dir, name)).catch(() => copyFile(src, path.join(dir, name)));
+      }
+    }
+    await to.writeCurrent(as);
+    served = as;
+    return as;
+  };
+  await place(label);
+  return { label, publish: () => place(`v${String(Number(served.slice(1)) + 1).padStart(6, "0")}`) };
+}
 
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -67,15 +104,18 @@ async function main(): Promise<void> {
   });
 
   const results: Record<string, unknown> = {};
-  const measure = async (client: CoreClient): Promise<ReturnType<typeof summary>> => {
-    for (let i = 0; i < 30; i++) await client.search(requests[i % requests.length]!); // the client's own warm-up
+  const timed = async (client: CoreClient): Promise<number[]> => {
     const coreMs: number[] = [];
     for (const r of requests) {
       const t = performance.now();
       await client.search(r);
       coreMs.push(performance.now() - t);
     }
-    return summary(coreMs);
+    return coreMs;
+  };
+  const measure = async (client: CoreClient): Promise<ReturnType<typeof summary>> => {
+    for (let i = 0; i < 30; i++) await client.search(requests[i % requests.length]!); // the client's own warm-up
+    return summary(await timed(client));
   };
   for (const rerank of ["off", "local"] as const) {
     const config = loadConfig({ ...env, RERANKER: rerank });
@@ -127,18 +167,52 @@ async function main(): Promise<void> {
     client.close();
     await core.close();
   }
+
+  // The first searches on a newly published version against the same searches right before it, over
+  // SWAPS versions (one swap's first searches are too few to tell the two apart). Embedded store only:
+  // the copy is made of its version's files.
+  const swaps = Number(values.swaps);
+  if (swaps > 0 && loadConfig(env).vectorStore.kind === "embedded") {
+    const swapDir = mkdtempSync(path.join(dataDir, ".bench-swap-"));
+    try {
+      const index = await republishable(dataDir, swapDir);
+      const config = loadConfig({ ...env, DATA_DIR: swapDir, RERANKER: "off", INDEX_WATCH_INTERVAL_MS: "200" });
+      const core = await startCore(config, { version: "bench" });
+      const client = new CoreClient(core.grpc.address, { defaultDeadlineMs: 10_000 });
+      await measure(client);
+      const before: number[] = [];
+      const after: number[] = [];
+      const servedAfter: number[] = [];
+      for (let i = 0; i < swaps; i++) {
+        before.push(...(await timed(client)));
+        const label = await index.publish();
+        const started = performance.now();
+        while ((await core.engine.stats()).version !== label) await new Promise((r) => setTimeout(r, 50));
+        servedAfter.push(Math.round(performance.now() - started) / 1000);
+        after.push(...(await timed(client)));
+      }
+      results[`grpc core, the ${n} searches right before each of ${swaps} version swaps`] = summary(before);
+      results[`grpc core, the same ${n} searches right after each swap`] = summary(after);
+      results["version swaps: published to served (s)"] = servedAfter;
+      client.close();
+      await core.close();
+    } finally {
+      await rm(swapDir, { recursive: true, force: true });
+    }
+  }
   await rm(ledgerDir, { recursive: true, force: true });
 
   console.log(`\nsearch latency at concurrency 1, ${n} dev queries with a filter mix (ms)`);
   console.log("| path | p50 | p95 | p99 | mean |\n|---|---:|---:|---:|---:|");
   for (const [k, v] of Object.entries(results)) {
-    if (typeof v === "number" || k === "core start-up") continue;
+    if (typeof v === "number" || Array.isArray(v) || k === "core start-up") continue;
     const s = v as ReturnType<typeof summary>;
     console.log(`| ${k} | ${s.p50} | ${s.p95} | ${s.p99} | ${s.mean} |`);
   }
   console.log(`gateway overhead (REST p50 − core p50): ${results["gateway overhead p50 ms (rest p50 − core p50)"]} ms`);
   const startUp = results["core start-up"] as { seconds: number; warmupSearches: number; warmupSeconds: number };
   console.log(`core start-up ${startUp.seconds} s, of which the warm-up ${startUp.warmupSearches} searches in ${startUp.warmupSeconds} s`);
+  for (const [k, v] of Object.entries(results)) if (Array.isArray(v)) console.log(`${k}: ${v.join(", ")}`);
   const out = path.resolve(values.out!);
   await mkdir(path.dirname(out), { recursive: true });
   await writeFile(

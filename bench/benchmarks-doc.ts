@@ -537,7 +537,11 @@ function searchSection(root: string, glance: Glance[]): Section {
   const lines = [
     `\`results/bench-search.json\`, ${runDate(j)}${machine ? ` (${machine})` : ""}: ${int(j.queries)} dev.jsonl queries with a mix of filter combinations, \`limit\` 10, concurrency 1, ` +
       "query cache off, through a real gRPC client and real HTTP on loopback, after the core's start-up warm-up (`WARMUP_QUERIES`; " +
-      "`WARMUP_QUERIES=0 npm run bench:search` measures a cold process). The gRPC rows are unary `Search` calls.",
+      "`WARMUP_QUERIES=0 npm run bench:search` measures a cold process). The gRPC rows are unary `Search` calls." +
+      (Object.keys(obj(j.results) ?? {}).some((k) => k.includes("version swap"))
+        ? " The rows around version swaps serve a copy of the index that is published again under the next label several times (every " +
+          "payload unchanged), and run the same queries right before and right after each swap."
+        : ""),
     "",
   ];
   const results = obj(j.results) ?? {};
@@ -553,6 +557,8 @@ function searchSection(root: string, glance: Glance[]): Section {
       const target = t ? [t.p50 !== undefined ? `p50 ≤ ${t.p50}` : null, t.p99 !== undefined ? `p99 ≤ ${t.p99}` : null].filter(Boolean).join(", ") : DASH;
       const ok = t ? (t.p50 === undefined || (num(r.p50) ?? Infinity) <= t.p50) && (t.p99 === undefined || (num(r.p99) ?? Infinity) <= t.p99) : null;
       rows.push([key, ms(r.p50), ms(r.p95), ms(r.p99), ms(r.mean), target, t ? met(ok) : ""]);
+    } else if (Array.isArray(v)) {
+      scalars.push(`${key}: ${v.map((x) => num(x) ?? DASH).join(", ")}.`);
     } else if (num(v) !== null) {
       const overhead = /overhead/i.test(key);
       scalars.push(`${key}: ${ms(v)} ms${overhead ? ` (target ≤ ${GATEWAY_OVERHEAD_TARGET_MS} ms: ${met(num(v)! <= GATEWAY_OVERHEAD_TARGET_MS)})` : ""}.`);

@@ -157,6 +157,35 @@ describe("Segment", () => {
     await assert.rejects(Segment.load(dir), (err: unknown) => err instanceof IndexFormatError && /format version/.test(err.message));
   });
 
+  it("load() with the previous version shares its payload objects where id and content are equal, hash and fields alike", async () => {
+    const pts = points(50);
+    const v1 = await freshDir();
+    await Segment.build(pts, params).writeTo(v1);
+    const previous = await Segment.load(v1);
+    assert.equal(previous.payloadsShared, 0);
+    // Row 3: another hash. Row 4: the same hash over other content (a version no writer of this store
+    // makes, but a file can say it). Row 5: a field removed. Rows 0–2 and 6–49: as they were.
+    const edited = pts.map((p, i) => {
+      if (i === 3) return { ...p, payload: { ...p.payload, hash: "other" } };
+      if (i === 4) return { ...p, payload: { ...p.payload, topics: [...p.payload.topics, "extra"] } };
+      if (i === 5) return { ...p, payload: { ...p.payload, anchor: undefined } as unknown as RepoPayload };
+      return p;
+    });
+    const v2 = await freshDir();
+    await Segment.build(edited, params).writeTo(v2);
+    const next = await Segment.load(v2, { previous });
+    assert.equal(next.payloadsShared, 47);
+    for (let i = 0; i < 50; i++) {
+      const row = previous.rowOf(pts[i]!.id)!;
+      const same = next.payloads[next.rowOf(pts[i]!.id)!] === previous.payloads[row];
+      assert.equal(same, i < 3 || i > 5, `row ${i}`);
+    }
+    assert.deepEqual(next.payloads[next.rowOf(pts[4]!.id)!]!.topics, [...pts[4]!.payload.topics, "extra"]);
+    const fresh = await Segment.load(v2);
+    assert.deepEqual(next.payloads, fresh.payloads, "the same content either way");
+    assert.deepEqual(next.lexical!.search("vector database", 10, null), fresh.lexical!.search("vector database", 10, null));
+  });
+
   it("handles an empty segment", async () => {
     const seg = Segment.build([], params);
     const dir = await freshDir();

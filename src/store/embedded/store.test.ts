@@ -213,6 +213,26 @@ describe("EmbeddedStore", () => {
     await assert.rejects(reader.info(), (err: unknown) => err instanceof ReposearchError && err.code === "UNAVAILABLE");
   });
 
+  it("a new version keeps the served version's payload object wherever the payload is unchanged", async () => {
+    const dataDir = freshDataDir();
+    const writer = await openStore(dataDir);
+    const pts = range(0, 30);
+    await publish(writer, pts);
+    const reader = await openStore(dataDir);
+    const [kept, changed] = await reader.retrieve([pts[0]!.id, pts[5]!.id]);
+    // v2: point 5's stars change, 30..34 are new, everything else is as it was.
+    const moved = { ...pts[5]!, payload: { ...pts[5]!.payload, stars: 12_345, hash: "changed" } };
+    await publish(writer, [moved, ...range(30, 35)]);
+    assert.equal(await reader.refresh(), true);
+    const [kept2, changed2, added] = await reader.retrieve([pts[0]!.id, pts[5]!.id, point(30).id]);
+    assert.equal(kept2, kept, "the same object");
+    assert.notEqual(changed2, changed);
+    assert.equal(changed2!.stars, 12_345);
+    assert.equal(added!.name, point(30).payload.name);
+    assert.equal(reader.currentSegment()!.payloadsShared, 29);
+    await reader.close();
+  });
+
   it("fails to open with a clear error when the published version is damaged", async () => {
     const dataDir = freshDataDir();
     const writer = await openStore(dataDir);

@@ -269,9 +269,20 @@ export class EmbeddedStore implements VectorStore {
       if (label === null || label === this.segment?.version) return false;
       const started = performance.now();
       try {
-        const seg = await Segment.load(this.dir.versionDir(label), { verifyChecksums: this.opts.verifyChecksums, expectVersion: label });
+        // Unchanged payloads stay the served version's objects, and with them what the ranker caches per payload.
+        const seg = await Segment.load(this.dir.versionDir(label), {
+          verifyChecksums: this.opts.verifyChecksums,
+          expectVersion: label,
+          previous: this.segment,
+        });
         const swapped = this.swapIn(seg);
-        this.log.info("index version loaded", { version: label, count: seg.count, loadMs: Math.round(performance.now() - started), swapped });
+        this.log.info("index version loaded", {
+          version: label,
+          count: seg.count,
+          payloadsShared: seg.payloadsShared,
+          loadMs: Math.round(performance.now() - started),
+          swapped,
+        });
         if (seg.lexicalReanalysed) {
           this.log.warn("the index's lexical part was written by an older analyzer and was rebuilt from its payloads; the next index run publishes it", {
             version: label,
