@@ -1027,6 +1027,9 @@ describe("index swap under load", () => {
     assert.notEqual(after.version, before.version);
     assert.equal(after.version, newVersion);
     assert.equal(after.count, before.count + 1);
+    // The run embedded only the newcomer: every other repository keeps its payload object, and with it
+    // what the ranker cached for it.
+    assert.equal((core.store as EmbeddedStore).currentSegment()!.payloadsShared, before.count);
     assert.ok(after.ageSeconds !== null && after.ageSeconds >= 0);
     assert.deepEqual([...after.methods].sort(), ["dense", "lexical"]);
   });
