@@ -2,6 +2,7 @@
  * Query understanding: what an agent's description says beyond its words. Each finding is a soft
  * signal for ranking (a boost, never a filter the caller did not ask for) and is reported in evidence.
  */
+import { predecessorOf, sameFields } from "../dataset/payload-lineage.js";
 import type { Category, RepoRecord } from "../dataset/record.js";
 import { collapseWhitespace } from "../text/analyzer.js";
 
@@ -169,7 +170,12 @@ const saidCache = new WeakMap<OwnWords, Map<string, boolean>>();
 /** languageSaid of a repository's own words (ownWords), cached per repository and language. */
 export function saysLanguage(p: OwnWords, language: string): boolean {
   let byLanguage = saidCache.get(p);
-  if (!byLanguage) saidCache.set(p, (byLanguage = new Map()));
+  if (!byLanguage) {
+    // The answers of the payload p replaced carry over when its own words are unchanged (payload-lineage.ts).
+    const before = predecessorOf(p);
+    byLanguage = (before && sameFields<OwnWords>(before, p, ["name", "description", "topics"]) ? saidCache.get(before) : undefined) ?? new Map();
+    saidCache.set(p, byLanguage);
+  }
   let said = byLanguage.get(language);
   if (said === undefined) byLanguage.set(language, (said = languageSaid(language, ownWords(p))));
   return said;

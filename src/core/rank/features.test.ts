@@ -4,6 +4,8 @@ import { payload } from "../../../test/support/test-records.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import { LEXICAL_FIELDS } from "../../store/bm25f.js";
 import { analyze } from "../../text/analyzer.js";
+import { recordPredecessor } from "../../dataset/payload-lineage.js";
+import { saysLanguage } from "../query.js";
 import { extractFeatures, FEATURES, selfNamed, type QueryContext, type RankCandidate } from "./features.js";
 
 function context(cosines: number[]): QueryContext {
@@ -211,5 +213,35 @@ describe("ranking features", () => {
       [0, 1, 2].map((i) => feature(extractFeatures(oneTerm, cands), i, "phrase")),
       [0, 0, 0],
     );
+  });
+
+  it("a payload loaded over its predecessor (payload-lineage.ts) reads its own text wherever the text changed", () => {
+    const ctx = (text: string): QueryContext => {
+      const terms = [...new Set(analyze(text))].map((term) => ({ term, idf: 2 }));
+      const base = context([0.5]);
+      return { ...base, text, explanation: { ...base.explanation, terms, found: new Uint8Array(terms.length).fill(1) } };
+    };
+    const q = ctx("container orchestration");
+    const old = payload("acme/scheduler", "Production-grade scheduling of services", { stars: 100, topics: ["scheduler"] });
+    const fresh = (p: RepoPayload) => extractFeatures(q, [cand({ ...p })]); // a copy: no predecessor, nothing cached
+    extractFeatures(q, [cand(old)]); // cached for the old payload
+    assert.equal(saysLanguage(old, "python"), false);
+    const variants: RepoPayload[] = [
+      { ...old, stars: 200 }, // only a number moved: the text facts carry over
+      { ...old, description: "Container orchestration in Python, for clusters of any size" }, // description
+      { ...old, topics: ["container-orchestration"] }, // topics
+      { ...old, name: "acme/container-orchestration", aliases: [] }, // name
+      { ...old, aliases: ["acme/orchestrator"] }, // an alias
+    ];
+    for (const v of variants) {
+      recordPredecessor(v, old);
+      assert.deepEqual(extractFeatures(q, [cand(v)]), fresh(v), JSON.stringify(v));
+      assert.equal(saysLanguage(v, "python"), v.description!.includes("Python"));
+    }
+    // The changes above do change what the features say, so a carried-over fact would have shown.
+    assert.notDeepEqual(fresh(variants[1]!), fresh(old));
+    assert.notDeepEqual(fresh(variants[2]!), fresh(old));
+    assert.notDeepEqual(fresh(variants[3]!), fresh(old));
+    assert.notEqual(feature(fresh(variants[0]!), 0, "stars"), feature(fresh(old), 0, "stars"));
   });
 });

@@ -12,6 +12,7 @@
  * FEATURES is the contract with the trained model: the model file lists the names it was trained on,
  * and a model whose list differs is refused at load (./model.ts).
  */
+import { predecessorOf, sameFields } from "../../dataset/payload-lineage.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
@@ -269,21 +270,31 @@ function languageMatch(language: string | null, p: RepoPayload): number {
   return p.languageLc === null ? 0 : -1;
 }
 
+/** The facts of the payload `p` replaced (src/dataset/payload-lineage.ts), when the text they were read from is unchanged. */
+function carriedFacts(p: RepoPayload): PayloadFacts | undefined {
+  const before = predecessorOf(p);
+  const facts = before && factsCache.get(before);
+  return facts && sameFields(before, p, ["name", "aliases", "description"]) ? facts : undefined;
+}
+
 function factsOf(p: RepoPayload): PayloadFacts {
   let facts = factsCache.get(p);
   if (!facts) {
+    const text = carriedFacts(p);
     facts = {
       stars: p.stars === null ? -1 : Math.log1p(p.stars),
       forks: p.forks === null ? -1 : Math.log1p(p.forks),
       mentions: Math.log1p(p.mentions),
       fame: Math.log1p(p.stars ?? 0) + Math.log1p(p.mentions),
       pushedMs: p.pushedAt === null ? null : Date.parse(p.pushedAt),
-      descriptionWords: p.description ? Math.min(100, p.description.split(/\s+/).length) : 0,
-      selfNamed: selfNamed(p.name) ? 1 : 0,
-      names: [p.name, ...p.aliases].map((full) => {
-        const repo = full.slice(full.indexOf("/") + 1);
-        return { lower: full.toLowerCase(), form: nameForm(repo), words: analyze(repo) };
-      }),
+      descriptionWords: text?.descriptionWords ?? (p.description ? Math.min(100, p.description.split(/\s+/).length) : 0),
+      selfNamed: text?.selfNamed ?? (selfNamed(p.name) ? 1 : 0),
+      names:
+        text?.names ??
+        [p.name, ...p.aliases].map((full) => {
+          const repo = full.slice(full.indexOf("/") + 1);
+          return { lower: full.toLowerCase(), form: nameForm(repo), words: analyze(repo) };
+        }),
     };
     factsCache.set(p, facts);
   }
@@ -302,7 +313,12 @@ function phraseShare(queryPairs: readonly string[], p: RepoPayload, found: Uint8
   for (const f of found) terms += f;
   if (terms < 2) return 0;
   let pairs = pairsCache.get(p);
-  if (!pairs) pairsCache.set(p, (pairs = new Set([p.description, ...p.topics, p.packaged].flatMap((t) => (t ? nearPairs(analyze(t)) : [])))));
+  if (!pairs) {
+    const before = predecessorOf(p);
+    const carried = before && sameFields(before, p, ["description", "topics", "packaged"]) ? pairsCache.get(before) : undefined;
+    pairs = carried ?? new Set([p.description, ...p.topics, p.packaged].flatMap((t) => (t ? nearPairs(analyze(t)) : [])));
+    pairsCache.set(p, pairs);
+  }
   let said = 0;
   for (const pair of queryPairs) if (pairs.has(pair)) said++;
   return said / queryPairs.length;

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { pointIdFor } from "../../common/hash.js";
+import { predecessorOf } from "../../dataset/payload-lineage.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Point } from "../types.js";
 import { exactSearch } from "./dense.js";
@@ -181,6 +182,9 @@ describe("Segment", () => {
       assert.equal(same, i < 3 || i > 5, `row ${i}`);
     }
     assert.deepEqual(next.payloads[next.rowOf(pts[4]!.id)!]!.topics, [...pts[4]!.payload.topics, "extra"]);
+    // A changed payload knows the one it replaced (the ranker carries over what its unchanged text gave).
+    for (const i of [3, 4, 5]) assert.equal(predecessorOf(next.payloads[next.rowOf(pts[i]!.id)!]!), previous.payloads[previous.rowOf(pts[i]!.id)!]);
+    assert.equal(predecessorOf(next.payloads[next.rowOf(pts[0]!.id)!]!), undefined);
     const fresh = await Segment.load(v2);
     assert.deepEqual(next.payloads, fresh.payloads, "the same content either way");
     assert.deepEqual(next.lexical!.search("vector database", 10, null), fresh.lexical!.search("vector database", 10, null));

@@ -1,0 +1,36 @@
+/**
+ * A payload's predecessor: the same repository's payload object in the index version that was served
+ * when this one was loaded, where the content changed (its stars, say). The store records it
+ * (src/store/embedded/segment.ts, sharePayloads); the ranker reads it to carry over what it computed
+ * from text that did not change (src/core/rank/features.ts, src/core/query.ts), so that a daily update
+ * that moves the stars of half the repositories does not leave their text analysis to redo.
+ *
+ * At most one step deep: recording a predecessor forgets the predecessor's own, so no chain of old
+ * versions stays reachable. Entries are weak: a payload's entry goes when the payload goes.
+ */
+import type { RepoPayload } from "./record.js";
+
+const predecessors = new WeakMap<object, RepoPayload>();
+
+/** Records that `now` replaces `before` (same repository, changed content). */
+export function recordPredecessor(now: RepoPayload, before: RepoPayload): void {
+  predecessors.delete(before);
+  predecessors.set(now, before);
+}
+
+/** The payload `p` replaced, if it was loaded over a version that held the same repository. */
+export function predecessorOf(p: object): RepoPayload | undefined {
+  return predecessors.get(p);
+}
+
+/** Whether `a` and `b` hold the same value in each of `keys`: equal strings (or both absent), or string arrays with equal elements. */
+export function sameFields<T extends object>(a: T, b: T, keys: readonly (keyof T)[]): boolean {
+  for (const k of keys) {
+    const x = a[k] as unknown;
+    const y = b[k] as unknown;
+    if (x === y || (x == null && y == null)) continue;
+    if (!Array.isArray(x) || !Array.isArray(y) || x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  }
+  return true;
+}
