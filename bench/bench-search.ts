@@ -5,12 +5,14 @@
  *   - the REST gateway in front of it (real HTTP), and the gateway overhead (REST p50 − core p50);
  *   - the same searches right before and right after the core swaps in a newly published version: a copy
  *     of the index (hard links) is published again under the next label, so the core loads it as a new
- *     version (every payload unchanged: the best case of an update).
+ *     version, first with every payload unchanged, then with the stars of every repository with ≥ 100
+ *     moved by one (as a daily update moves them), in turn.
  * Queries are dev.jsonl's, with a mix of filters; the query cache is off so every search is real.
  *
  *   node dist/bench/bench-search.js [--data-dir ./data] [--queries 400] [--swaps 4] [--out results/bench-search.json]
  */
 import { copyFile, link, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
@@ -21,6 +23,7 @@ import type { SearchFilters, SearchRequest } from "../src/core/types.js";
 import { CoreClient } from "../src/core/grpc/client.js";
 import { loadEvalQueries } from "../src/eval/metrics.js";
 import { startCore, startGateway } from "../src/server/serve.js";
+import { asciiJson } from "../src/store/embedded/segment.js";
 import { IndexDir } from "../src/store/embedded/writer.js";
 
 const { values } = parseArgs({
@@ -43,36 +46,53 @@ const FILTER_MIX: (SearchFilters | undefined)[] = [
   { minForks: 100, maxStars: 50_000 },
 ];
 
+/** Repositories with at least this many stars get one more in the `moved` copy of the index (republishable). */
+const MOVED_MIN_STARS = 100;
+
 /**
  * A data dir whose index serves the same version as `dataDir`'s, and publish() puts that version out
  * again under the next label: files hard-linked (copied across file systems), the manifest relabelled.
+ * With `moved`, its payloads.json instead gives every repository with ≥ MOVED_MIN_STARS stars one star
+ * more and another content hash, as a daily update moves the popular repositories' stars.
  */
-async function republishable(dataDir: string, into: string): Promise<{ label: string; publish(): Promise<string> }> {
+async function republishable(dataDir: string, into: string): Promise<{ moved: number; publish(moved: boolean): Promise<string> }> {
   const from = new IndexDir(dataDir);
   const label = await from.readCurrent();
   if (label === null) throw new Error(`no published index in ${dataDir}`);
   await symlink(path.join(dataDir, "models"), path.join(into, "models"));
   const to = new IndexDir(into);
   await to.ensure();
+  const source = from.versionDir(label);
+  let moved = 0;
+  const payloads = (JSON.parse(await readFile(path.join(source, "payloads.json"), "utf8")) as { stars: number | null; hash: string }[]).map((p) =>
+    p.stars !== null && p.stars >= MOVED_MIN_STARS ? (moved++, { ...p, stars: p.stars + 1, hash: `${p.hash}+1` }) : p,
+  );
+  const movedPayloads = Buffer.from(asciiJson(JSON.stringify(payloads)), "latin1"); // ASCII, as the writer writes it
   let served = label;
-  const place = async (as: string) => {
+  const place = async (as: string, withMoved: boolean) => {
     const dir = to.versionDir(as);
     await mkdir(dir);
-    for (const name of await readdir(from.versionDir(label))) {
-      const src = path.join(from.versionDir(label), name);
-      if (name === "manifest.json") {
-        const manifest = JSON.parse(await readFile(src, "utf8")) as { version: string };
-        await writeFile(path.join(dir, name), JSON.stringify({ ...manifest, version: as }, null, 2) + "\n");
+    const manifest = JSON.parse(await readFile(path.join(source, "manifest.json"), "utf8")) as {
+      version: string;
+      files: Record<string, { bytes: number; sha256: string }>;
+    };
+    for (const name of await readdir(source)) {
+      const src = path.join(source, name);
+      if (name === "manifest.json") continue;
+      if (name === "payloads.json" && withMoved) {
+        await writeFile(path.join(dir, name), movedPayloads);
+        manifest.files[name] = { bytes: movedPayloads.byteLength, sha256: createHash("sha256").update(movedPayloads).digest("hex") };
       } else {
         await link(src, path.join(dir, name)).catch(() => copyFile(src, path.join(dir, name)));
       }
     }
+    await writeFile(path.join(dir, "manifest.json"), JSON.stringify({ ...manifest, version: as }, null, 2) + "\n");
     await to.writeCurrent(as);
     served = as;
     return as;
   };
-  await place(label);
-  return { label, publish: () => place(`v${String(Number(served.slice(1)) + 1).padStart(6, "0")}`) };
+  await place(label, false);
+  return { moved, publish: (withMoved) => place(`v${String(Number(served.slice(1)) + 1).padStart(6, "0")}`, withMoved) };
 }
 
 function pct(sorted: number[], p: number): number {
@@ -168,9 +188,10 @@ async function main(): Promise<void> {
     await core.close();
   }
 
-  // The first searches on a newly published version against the same searches right before it, over
-  // SWAPS versions (one swap's first searches are too few to tell the two apart). Embedded store only:
-  // the copy is made of its version's files.
+  // The same searches right before and right after each of SWAPS version swaps (one swap's first
+  // searches are too few to tell apart): first versions that change no payload, then versions that move
+  // the popular repositories' stars, each swap in turn to and from the moved copy. Embedded store only:
+  // the copies are made of its version's files.
   const swaps = Number(values.swaps);
   if (swaps > 0 && loadConfig(env).vectorStore.kind === "embedded") {
     const swapDir = mkdtempSync(path.join(dataDir, ".bench-swap-"));
@@ -180,20 +201,26 @@ async function main(): Promise<void> {
       const core = await startCore(config, { version: "bench" });
       const client = new CoreClient(core.grpc.address, { defaultDeadlineMs: 10_000 });
       await measure(client);
-      const before: number[] = [];
-      const after: number[] = [];
-      const servedAfter: number[] = [];
-      for (let i = 0; i < swaps; i++) {
-        before.push(...(await timed(client)));
-        const label = await index.publish();
-        const started = performance.now();
-        while ((await core.engine.stats()).version !== label) await new Promise((r) => setTimeout(r, 50));
-        servedAfter.push(Math.round(performance.now() - started) / 1000);
-        after.push(...(await timed(client)));
+      const kinds = [
+        { name: "no payload changed", moved: (): boolean => false },
+        { name: `stars moved for ${index.moved.toLocaleString("en-US")} repositories`, moved: (i: number): boolean => i % 2 === 0 },
+      ];
+      for (const kind of kinds) {
+        const before: number[] = [];
+        const after: number[] = [];
+        const servedAfter: number[] = [];
+        for (let i = 0; i < swaps; i++) {
+          before.push(...(await timed(client)));
+          const label = await index.publish(kind.moved(i));
+          const started = performance.now();
+          while ((await core.engine.stats()).version !== label) await new Promise((r) => setTimeout(r, 50));
+          servedAfter.push(Math.round(performance.now() - started) / 1000);
+          after.push(...(await timed(client)));
+        }
+        results[`grpc core, ${n} searches right before each of ${swaps} version swaps (${kind.name})`] = summary(before);
+        results[`grpc core, the same right after each swap (${kind.name})`] = summary(after);
+        results[`version swaps (${kind.name}): published to served (s)`] = servedAfter;
       }
-      results[`grpc core, the ${n} searches right before each of ${swaps} version swaps`] = summary(before);
-      results[`grpc core, the same ${n} searches right after each swap`] = summary(after);
-      results["version swaps: published to served (s)"] = servedAfter;
       client.close();
       await core.close();
     } finally {

@@ -539,8 +539,9 @@ function searchSection(root: string, glance: Glance[]): Section {
       "query cache off, through a real gRPC client and real HTTP on loopback, after the core's start-up warm-up (`WARMUP_QUERIES`; " +
       "`WARMUP_QUERIES=0 npm run bench:search` measures a cold process). The gRPC rows are unary `Search` calls." +
       (Object.keys(obj(j.results) ?? {}).some((k) => k.includes("version swap"))
-        ? " The rows around version swaps serve a copy of the index that is published again under the next label several times (every " +
-          "payload unchanged), and run the same queries right before and right after each swap."
+        ? " The rows around version swaps serve a copy of the index that is published again under the next label several times, first " +
+          "with every payload unchanged, then in turn with and without one star more for every repository with ≥ 100 (as a daily update " +
+          "moves them), and run the same queries right before and right after each swap."
         : ""),
     "",
   ];
