@@ -2,11 +2,12 @@
  * A payload's predecessor: the same repository's payload object in the index version that was served
  * when this one was loaded, where the content changed (its stars, say). The store records it
  * (src/store/embedded/segment.ts, sharePayloads); the ranker reads it to carry over what it computed
- * from text that did not change (src/core/rank/features.ts, src/core/query.ts), so that a daily update
- * that moves the stars of half the repositories does not leave their text analysis to redo.
+ * from text that did not change (src/core/rank/features.ts, src/core/query.ts), so that an update that
+ * moves the stars of many repositories does not leave their text analysis to redo.
  *
- * At most one step deep: recording a predecessor forgets the predecessor's own, so no chain of old
- * versions stays reachable. Entries are weak: a payload's entry goes when the payload goes.
+ * One version deep: loading a version records its changed payloads' predecessors and forgets those of
+ * the payloads it keeps (forgetPredecessor), so no payload of an older version stays reachable. Entries
+ * are weak: a payload's entry goes when the payload goes.
  */
 import type { RepoPayload } from "./record.js";
 
@@ -16,6 +17,11 @@ const predecessors = new WeakMap<object, RepoPayload>();
 export function recordPredecessor(now: RepoPayload, before: RepoPayload): void {
   predecessors.delete(before);
   predecessors.set(now, before);
+}
+
+/** Forgets what `p` replaced: `p` is kept by a newer version, whose predecessors are the served version's payloads only. */
+export function forgetPredecessor(p: RepoPayload): void {
+  predecessors.delete(p);
 }
 
 /** The payload `p` replaced, if it was loaded over a version that held the same repository. */

@@ -185,6 +185,10 @@ describe("Segment", () => {
     // A changed payload knows the one it replaced (the ranker carries over what its unchanged text gave).
     for (const i of [3, 4, 5]) assert.equal(predecessorOf(next.payloads[next.rowOf(pts[i]!.id)!]!), previous.payloads[previous.rowOf(pts[i]!.id)!]);
     assert.equal(predecessorOf(next.payloads[next.rowOf(pts[0]!.id)!]!), undefined);
+    // A third version that keeps row 3's payload as the second had it: no link back to the first remains.
+    const third = await Segment.load(v2, { previous: next });
+    assert.equal(third.payloadsShared, 50);
+    assert.equal(predecessorOf(third.payloads[third.rowOf(pts[3]!.id)!]!), undefined);
     const fresh = await Segment.load(v2);
     assert.deepEqual(next.payloads, fresh.payloads, "the same content either way");
     assert.deepEqual(next.lexical!.search("vector database", 10, null), fresh.lexical!.search("vector database", 10, null));

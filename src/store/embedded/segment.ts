@@ -10,7 +10,7 @@ import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import type { RepoPayload } from "../../dataset/record.js";
-import { recordPredecessor } from "../../dataset/payload-lineage.js";
+import { forgetPredecessor, recordPredecessor } from "../../dataset/payload-lineage.js";
 import type { Point, PointId } from "../types.js";
 import { prepareDense, type DenseData } from "./dense.js";
 import { fsyncDir, writeFileDurable, type FileData } from "./fsutil.js";
@@ -349,6 +349,7 @@ function sharePayloads(ids: readonly PointId[], payloads: RepoPayload[], previou
     const now = payloads[i]!;
     if (old.hash === now.hash && jsonEqual(old, now)) {
       payloads[i] = old;
+      forgetPredecessor(old);
       shared++;
     } else {
       recordPredecessor(now, old);

@@ -8,6 +8,7 @@ import { ReposearchError } from "../../common/errors.js";
 import { pointIdFor } from "../../common/hash.js";
 import { Logger, setLogSink, type LogSink } from "../../common/logger.js";
 import { loadConfig } from "../../config/config.js";
+import { predecessorOf } from "../../dataset/payload-lineage.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Point } from "../types.js";
 import { IndexFormatError } from "./segment.js";
@@ -89,9 +90,10 @@ async function publish(store: EmbeddedStore, upserts: Point[], deletes: Point[] 
 
 describe("EmbeddedStore", () => {
   it("validates its options with clear messages", async () => {
-    await assert.rejects(EmbeddedStore.open({ ...baseOptions(""), hnsw: { m: 0, efConstruction: 10 }, keepVersions: 0 }), (err: unknown) => {
+    await assert.rejects(EmbeddedStore.open({ ...baseOptions(""), hnsw: { m: 0, efConstruction: 10 }, keepVersions: 0, lineageTtlMs: -1 }), (err: unknown) => {
       assert.ok(err instanceof ReposearchError);
       assert.match(err.message, /dataDir must be a non-empty path/);
+      assert.match(err.message, /lineageTtlMs must be an integer in \[0, \d+\] \(got -1\)/);
       assert.match(err.message, /hnsw\.m must be an integer in \[2, 128\] \(got 0\)/);
       assert.match(err.message, /keepVersions must be an integer in \[1, 1000\] \(got 0\)/);
       return true;
@@ -218,7 +220,7 @@ describe("EmbeddedStore", () => {
     const writer = await openStore(dataDir);
     const pts = range(0, 30);
     await publish(writer, pts);
-    const reader = await openStore(dataDir);
+    const reader = await openStore(dataDir, { lineageTtlMs: 100 });
     const [kept, changed] = await reader.retrieve([pts[0]!.id, pts[5]!.id]);
     // v2: point 5's stars change, 30..34 are new, everything else is as it was.
     const moved = { ...pts[5]!, payload: { ...pts[5]!.payload, stars: 12_345, hash: "changed" } };
@@ -230,6 +232,10 @@ describe("EmbeddedStore", () => {
     assert.equal(changed2!.stars, 12_345);
     assert.equal(added!.name, point(30).payload.name);
     assert.equal(reader.currentSegment()!.payloadsShared, 29);
+    // The changed payload's link to the one it replaced lasts lineageTtlMs, then goes with what it kept alive.
+    assert.equal(predecessorOf(changed2!), changed);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(predecessorOf(changed2!), undefined);
     await reader.close();
   });
 

@@ -5,6 +5,7 @@
 import { ErrorCode, ReposearchError } from "../../common/errors.js";
 import { logger as rootLogger, type Logger } from "../../common/logger.js";
 import type { Config } from "../../config/config.js";
+import { forgetPredecessor } from "../../dataset/payload-lineage.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import type { Filter } from "../filter.js";
 import {
@@ -53,11 +54,19 @@ export interface EmbeddedStoreOptions {
   readonly verifyChecksums?: boolean;
   /** Values of category and language with at least this many rows get their own graph (default SUBGRAPH_MIN_ROWS). */
   readonly subgraphMinRows?: number;
+  /**
+   * How long a newly served version's changed payloads keep the served version's payload as their
+   * predecessor (src/dataset/payload-lineage.ts; default 5 minutes). The ranker carries over what it
+   * read from their unchanged text meanwhile; each link keeps an old payload alive, about 90 MiB of heap
+   * when half the full index's payloads changed, so the links go once the first searches are past.
+   */
+  readonly lineageTtlMs?: number;
 }
 
 const DEFAULT_LOCK_TIMEOUT_MS = 30 * 60_000;
 const DEFAULT_LOCK_POLL_MS = 250;
 const MIN_WATCH_INTERVAL_MS = 10;
+const DEFAULT_LINEAGE_TTL_MS = 5 * 60_000;
 
 export class EmbeddedStore implements VectorStore {
   readonly local = true;
@@ -261,6 +270,13 @@ export class EmbeddedStore implements VectorStore {
     return true;
   }
 
+  /** Drops the links of `seg`'s changed payloads to their predecessors after lineageTtlMs (see the option). */
+  private forgetLineageLater(seg: Segment): void {
+    setTimeout(() => {
+      for (const p of seg.payloads) forgetPredecessor(p);
+    }, this.opts.lineageTtlMs).unref();
+  }
+
   private async loadNewest(): Promise<boolean> {
     // A version can be garbage-collected between reading CURRENT and loading it (keepVersions = 1);
     // then CURRENT has moved on, and we follow it.
@@ -276,6 +292,7 @@ export class EmbeddedStore implements VectorStore {
           previous: this.segment,
         });
         const swapped = this.swapIn(seg);
+        if (swapped && seg.payloadsShared < seg.count) this.forgetLineageLater(seg);
         this.log.info("index version loaded", {
           version: label,
           count: seg.count,
@@ -362,6 +379,7 @@ function validateOptions(o: EmbeddedStoreOptions): ValidatedOptions {
   if (o?.lockTimeoutMs !== undefined) int("lockTimeoutMs", o.lockTimeoutMs, 0);
   if (o?.lockPollIntervalMs !== undefined) int("lockPollIntervalMs", o.lockPollIntervalMs, 1, 60_000);
   if (o?.subgraphMinRows !== undefined) int("subgraphMinRows", o.subgraphMinRows, 1);
+  if (o?.lineageTtlMs !== undefined) int("lineageTtlMs", o.lineageTtlMs, 0);
   if (problems.length) throw new ReposearchError(ErrorCode.ValidationError, `invalid embedded store options: ${problems.join("; ")}`);
   return {
     dataDir: o.dataDir,
@@ -373,6 +391,7 @@ function validateOptions(o: EmbeddedStoreOptions): ValidatedOptions {
     lockPollIntervalMs: o.lockPollIntervalMs ?? DEFAULT_LOCK_POLL_MS,
     verifyChecksums: o.verifyChecksums ?? true,
     subgraphMinRows: o.subgraphMinRows ?? SUBGRAPH_MIN_ROWS,
+    lineageTtlMs: o.lineageTtlMs ?? DEFAULT_LINEAGE_TTL_MS,
   };
 }
 
