@@ -24,7 +24,7 @@ import { CoreClient } from "../src/core/grpc/client.js";
 import { loadEvalQueries } from "../src/eval/metrics.js";
 import { startCore, startGateway } from "../src/server/serve.js";
 import { asciiJson } from "../src/store/embedded/segment.js";
-import { IndexDir } from "../src/store/embedded/writer.js";
+import { formatLabel, IndexDir, parseLabel } from "../src/store/embedded/writer.js";
 
 const { values } = parseArgs({
   options: {
@@ -68,6 +68,7 @@ async function republishable(dataDir: string, into: string): Promise<{ moved: nu
     p.stars !== null && p.stars >= MOVED_MIN_STARS ? (moved++, { ...p, stars: p.stars + 1, hash: `${p.hash}+1` }) : p,
   );
   const movedPayloads = Buffer.from(asciiJson(JSON.stringify(payloads)), "latin1"); // ASCII, as the writer writes it
+  const movedFile = { bytes: movedPayloads.byteLength, sha256: createHash("sha256").update(movedPayloads).digest("hex") };
   let served = label;
   const place = async (as: string, withMoved: boolean) => {
     const dir = to.versionDir(as);
@@ -81,7 +82,7 @@ async function republishable(dataDir: string, into: string): Promise<{ moved: nu
       if (name === "manifest.json") continue;
       if (name === "payloads.json" && withMoved) {
         await writeFile(path.join(dir, name), movedPayloads);
-        manifest.files[name] = { bytes: movedPayloads.byteLength, sha256: createHash("sha256").update(movedPayloads).digest("hex") };
+        manifest.files[name] = movedFile;
       } else {
         await link(src, path.join(dir, name)).catch(() => copyFile(src, path.join(dir, name)));
       }
@@ -92,7 +93,7 @@ async function republishable(dataDir: string, into: string): Promise<{ moved: nu
     return as;
   };
   await place(label, false);
-  return { moved, publish: (withMoved) => place(`v${String(Number(served.slice(1)) + 1).padStart(6, "0")}`, withMoved) };
+  return { moved, publish: (withMoved) => place(formatLabel(parseLabel(served)! + 1), withMoved) };
 }
 
 function pct(sorted: number[], p: number): number {

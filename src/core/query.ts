@@ -2,7 +2,7 @@
  * Query understanding: what an agent's description says beyond its words. Each finding is a soft
  * signal for ranking (a boost, never a filter the caller did not ask for) and is reported in evidence.
  */
-import { predecessorOf, sameFields } from "../dataset/payload-lineage.js";
+import { carriedOver } from "../dataset/payload-lineage.js";
 import type { Category, RepoRecord } from "../dataset/record.js";
 import { collapseWhitespace } from "../text/analyzer.js";
 
@@ -172,8 +172,7 @@ export function saysLanguage(p: OwnWords, language: string): boolean {
   let byLanguage = saidCache.get(p);
   if (!byLanguage) {
     // The answers of the payload p replaced carry over when its own words are unchanged (payload-lineage.ts).
-    const before = predecessorOf(p);
-    byLanguage = (before && sameFields<OwnWords>(before, p, ["name", "description", "topics"]) ? saidCache.get(before) : undefined) ?? new Map();
+    byLanguage = carriedOver(saidCache, p, ["name", "description", "topics"]) ?? new Map();
     saidCache.set(p, byLanguage);
   }
   let said = byLanguage.get(language);

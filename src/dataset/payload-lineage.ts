@@ -29,6 +29,15 @@ export function predecessorOf(p: object): RepoPayload | undefined {
   return predecessors.get(p);
 }
 
+/**
+ * What `cache` holds for the payload `p` replaced, when `p` says the same in `fields` (what the cached
+ * value was read from); undefined otherwise.
+ */
+export function carriedOver<T extends object, V>(cache: WeakMap<T, V>, p: T, fields: readonly (keyof T)[]): V | undefined {
+  const before = predecessors.get(p) as T | undefined;
+  return before && sameFields(before, p, fields) ? cache.get(before) : undefined;
+}
+
 /** Whether `a` and `b` hold the same value in each of `keys`: equal strings (or both absent), or string arrays with equal elements. */
 export function sameFields<T extends object>(a: T, b: T, keys: readonly (keyof T)[]): boolean {
   for (const k of keys) {

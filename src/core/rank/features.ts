@@ -12,7 +12,7 @@
  * FEATURES is the contract with the trained model: the model file lists the names it was trained on,
  * and a model whose list differs is refused at load (./model.ts).
  */
-import { predecessorOf, sameFields } from "../../dataset/payload-lineage.js";
+import { carriedOver } from "../../dataset/payload-lineage.js";
 import type { RepoPayload } from "../../dataset/record.js";
 import { nameForm } from "../../corpus/anchors.js";
 import { analyze } from "../../text/analyzer.js";
@@ -270,17 +270,11 @@ function languageMatch(language: string | null, p: RepoPayload): number {
   return p.languageLc === null ? 0 : -1;
 }
 
-/** The facts of the payload `p` replaced (src/dataset/payload-lineage.ts), when the text they were read from is unchanged. */
-function carriedFacts(p: RepoPayload): PayloadFacts | undefined {
-  const before = predecessorOf(p);
-  const facts = before && factsCache.get(before);
-  return facts && sameFields(before, p, ["name", "aliases", "description"]) ? facts : undefined;
-}
-
 function factsOf(p: RepoPayload): PayloadFacts {
   let facts = factsCache.get(p);
   if (!facts) {
-    const text = carriedFacts(p);
+    // The text facts of the payload p replaced, when that text is unchanged (src/dataset/payload-lineage.ts).
+    const text = carriedOver(factsCache, p, ["name", "aliases", "description"]);
     facts = {
       stars: p.stars === null ? -1 : Math.log1p(p.stars),
       forks: p.forks === null ? -1 : Math.log1p(p.forks),
@@ -314,9 +308,9 @@ function phraseShare(queryPairs: readonly string[], p: RepoPayload, found: Uint8
   if (terms < 2) return 0;
   let pairs = pairsCache.get(p);
   if (!pairs) {
-    const before = predecessorOf(p);
-    const carried = before && sameFields(before, p, ["description", "topics", "packaged"]) ? pairsCache.get(before) : undefined;
-    pairs = carried ?? new Set([p.description, ...p.topics, p.packaged].flatMap((t) => (t ? nearPairs(analyze(t)) : [])));
+    pairs =
+      carriedOver(pairsCache, p, ["description", "topics", "packaged"]) ??
+      new Set([p.description, ...p.topics, p.packaged].flatMap((t) => (t ? nearPairs(analyze(t)) : [])));
     pairsCache.set(p, pairs);
   }
   let said = 0;
